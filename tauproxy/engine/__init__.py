@@ -1,0 +1,1 @@
+"""The simulation engine: environment, agent, user simulator, judge, orchestrator and evaluator."""

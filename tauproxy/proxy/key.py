@@ -1,0 +1,145 @@
+"""The one definition of a request's key and of a sample's identity.
+
+The key is sha256 over canonical JSON of the request as the model sees it (OpenAI wire shape):
+
+IN the key (anything that can change the output):
+    model         the model name exactly as requested ("openai/gpt-4.1" and "gpt-4.1" differ)
+    messages      role, content, name, tool_calls, tool_call_id and any other non-null field;
+                  tool-call `arguments` strings are parsed and re-serialised with sorted keys and no
+                  whitespace, so '{"b":1, "a":2}' and '{"a": 2,"b": 1}' are the same request
+    tools         the full function schemas
+    tool_choice
+    every other parameter: temperature, top_p, seed, max_tokens, stop, response_format, n, ...
+                  (unknown parameters are included: when in doubt, a parameter is in the key)
+
+NOT in the key (EXCLUDED_PARAMS; none of them changes what the model says):
+    api_key, api_base, base_url, api_version, organization   where and as whom the call goes
+    headers, extra_headers                                     transport detail, may hold secrets
+    timeout, request_timeout, num_retries, max_retries         how long and how often to try
+    metadata, user, stream, stream_options                    bookkeeping; a stream is recorded
+                                                               assembled, so it matches a non-stream
+    null-valued fields anywhere                                absent and null mean the same
+
+A sample is one draw from a request. k trials at temperature 0 are still k samples, so the sample
+key adds: the seed carried in the request, the trial scope (task id, trial) and the occurrence number
+of this request key within the scope (0 for the first time, 1 for an identical second call, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+KEY_VERSION = 1
+
+EXCLUDED_PARAMS: frozenset[str] = frozenset(
+    {
+        "api_key",
+        "api_base",
+        "base_url",
+        "api_version",
+        "organization",
+        "headers",
+        "extra_headers",
+        "timeout",
+        "request_timeout",
+        "num_retries",
+        "max_retries",
+        "metadata",
+        "user",
+        "stream",
+        "stream_options",
+    }
+)
+
+STRUCTURAL_FIELDS = ("model", "messages", "tools", "tool_choice")
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_arguments(arguments: Any) -> str:
+    """A tool call's arguments as one canonical string, whether given as text or as an object."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return arguments
+    return canonical_json(arguments)
+
+
+def _drop_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
+def canonical_message(message: dict[str, Any]) -> dict[str, Any]:
+    message = _drop_nulls(message)
+    calls = message.get("tool_calls")
+    if calls:
+        canonical_calls = []
+        for call in calls:
+            call = dict(call)
+            function = dict(call.get("function") or {})
+            if "arguments" in function:
+                function["arguments"] = canonical_arguments(function["arguments"])
+            call["function"] = function
+            call.setdefault("type", "function")
+            canonical_calls.append(call)
+        message["tool_calls"] = canonical_calls
+    elif "tool_calls" in message:
+        del message["tool_calls"]
+    return message
+
+
+def canonical_request(wire: dict[str, Any]) -> dict[str, Any]:
+    """The part of an OpenAI-shaped request body that can change the answer, in canonical form."""
+    params = {
+        name: value
+        for name, value in wire.items()
+        if name not in EXCLUDED_PARAMS and name not in STRUCTURAL_FIELDS and value is not None
+    }
+    return {
+        "model": wire.get("model"),
+        "messages": [canonical_message(m) for m in wire.get("messages") or []],
+        "tools": _drop_nulls(wire.get("tools")) or None,
+        "tool_choice": _drop_nulls(wire.get("tool_choice")),
+        "params": _drop_nulls(params),
+    }
+
+
+def request_key(wire: dict[str, Any]) -> str:
+    """sha256 of the canonical request. The only function that defines a key."""
+    body = {"key_version": KEY_VERSION, **canonical_request(wire)}
+    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
+def sample_key(key: str, seed: int | None, task_id: str, trial: int, occurrence: int) -> str:
+    """Identity of one sample: the request key, its seed, the trial scope and the occurrence number."""
+    body = {
+        "key_version": KEY_VERSION,
+        "key": key,
+        "seed": seed,
+        "scope": [task_id, trial],
+        "occurrence": occurrence,
+    }
+    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
+def message_hash(message: dict[str, Any]) -> str:
+    """Content address of one canonical message (the cassette stores each message once)."""
+    return hashlib.sha256(canonical_json(canonical_message(message)).encode()).hexdigest()
+
+
+def blob_hash(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def seed_of(wire: dict[str, Any]) -> int | None:
+    seed = wire.get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None

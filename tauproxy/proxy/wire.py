@@ -1,0 +1,130 @@
+"""Conversions between tauproxy's messages and the OpenAI chat-completions wire shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tauproxy.data_model.call import ModelRequest, ModelResponse, Usage
+from tauproxy.data_model.message import Message, ToolCall
+from tauproxy.proxy.key import EXCLUDED_PARAMS, canonical_arguments
+
+
+def message_to_wire(message: Message) -> dict[str, Any]:
+    wire: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        wire["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": canonical_arguments(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    if message.role == "tool":
+        wire["tool_call_id"] = message.tool_call_id
+    return wire
+
+
+def request_to_wire(request: ModelRequest) -> dict[str, Any]:
+    """The request body a provider would get, without connection settings."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": [message_to_wire(m) for m in request.messages],
+    }
+    if request.tools:
+        body["tools"] = [tool.model_dump(mode="json") for tool in request.tools]
+    if request.tool_choice is not None:
+        body["tool_choice"] = request.tool_choice
+    body.update({k: v for k, v in request.params.items() if k not in EXCLUDED_PARAMS})
+    return body
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Arguments from a provider, which may be text; text that is not a JSON object is kept, flagged."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is None or raw == "":
+        return {}
+    try:
+        value = json.loads(raw)
+    except (TypeError, json.JSONDecodeError):
+        return {"__unparsed_arguments__": str(raw)}
+    return value if isinstance(value, dict) else {"__unparsed_arguments__": str(raw)}
+
+
+def message_from_wire(wire: dict[str, Any], requestor: str = "assistant") -> Message:
+    calls = None
+    if wire.get("tool_calls"):
+        calls = [
+            ToolCall(
+                id=str(call.get("id") or f"call_{index}"),
+                name=str((call.get("function") or {}).get("name") or ""),
+                arguments=parse_arguments((call.get("function") or {}).get("arguments")),
+                requestor="user" if requestor == "user" else "assistant",
+            )
+            for index, call in enumerate(wire["tool_calls"])
+        ]
+    content = wire.get("content")
+    if isinstance(content, list):  # content parts: keep the text
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return Message(role="assistant", content=content or None, tool_calls=calls)
+
+
+def usage_from_wire(raw: dict[str, Any] | None) -> Usage:
+    if not raw:
+        return Usage()
+    prompt_details = raw.get("prompt_tokens_details") or {}
+    completion_details = raw.get("completion_tokens_details") or {}
+    prompt = int(raw.get("prompt_tokens") or 0)
+    completion = int(raw.get("completion_tokens") or 0)
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=int(raw.get("total_tokens") or prompt + completion),
+        cached_tokens=int(prompt_details.get("cached_tokens") or raw.get("cache_read_input_tokens") or 0),
+        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+    )
+
+
+def usage_to_wire(usage: Usage) -> dict[str, Any]:
+    wire: dict[str, Any] = {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+    if usage.cached_tokens:
+        wire["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    if usage.reasoning_tokens:
+        wire["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return wire
+
+
+def response_from_wire(body: dict[str, Any]) -> ModelResponse:
+    """A chat-completions response body (first choice) as a ModelResponse."""
+    choices = body.get("choices") or []
+    if not choices:
+        raise ValueError("response has no choices")
+    choice = choices[0]
+    return ModelResponse(
+        message=message_from_wire(choice.get("message") or {}),
+        finish_reason=choice.get("finish_reason"),
+        usage=usage_from_wire(body.get("usage")),
+        response_id=body.get("id"),
+        response_model=body.get("model"),
+        created=body.get("created"),
+    )
+
+
+def response_to_wire(response: ModelResponse, model: str) -> dict[str, Any]:
+    """A ModelResponse as a chat-completions body, for the serve endpoint and for storage."""
+    message = message_to_wire(response.message)
+    message.pop("tool_call_id", None)
+    return {
+        "id": response.response_id or "chatcmpl-tauproxy",
+        "object": "chat.completion",
+        "created": response.created or 0,
+        "model": response.response_model or model,
+        "choices": [{"index": 0, "message": message, "finish_reason": response.finish_reason or "stop"}],
+        "usage": usage_to_wire(response.usage),
+    }
