@@ -255,3 +255,8 @@ def _content_hash(root: Path, tasks_path: Path) -> str:
             continue
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def policy_check_of(pack: DomainPack) -> Any:
+    """The pack's optional `policy_check(db, name, arguments) -> str | None` (None: allowed)."""
+    return getattr(pack.module, "policy_check", None)

@@ -1,0 +1,55 @@
+"""`tauproxy domains list | show`: the domain packs this install can run."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="List and inspect domain packs.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_command(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List the available domain packs."""
+    from tauproxy.domain.pack import available_domains, load_pack
+    from tauproxy_cli.output import out_console, print_json
+
+    rows = []
+    for name in available_domains():
+        pack = load_pack(name)
+        rows.append({"name": name, "tasks": len(pack.tasks), "agent_tools": len(pack.agent_tools()),
+                     "user_tools": len(pack.user_tools()), "dual_control": pack.is_dual_control})
+    if json_output:
+        print_json(rows)
+        return
+    for row in rows:
+        out_console.print(
+            f"{row['name']:<10} {row['tasks']:>4} tasks  {row['agent_tools']:>3} agent tools  "
+            f"{row['user_tools']:>3} user tools" + ("  (dual control)" if row["dual_control"] else "")
+        )
+
+
+@app.command("show")
+def show_command(name: str, json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show one pack: its tools and tasks."""
+    from tauproxy.domain.pack import load_pack
+    from tauproxy_cli.output import out_console, print_json
+
+    pack = load_pack(name)
+    data = {
+        "name": pack.name,
+        "root": str(pack.root),
+        "content_sha256": pack.content_sha256,
+        "agent_tools": [{"name": f.name, "kind": f.mark.kind, "description": f.description} for f in pack.agent_tools()],
+        "user_tools": [{"name": f.name, "kind": f.mark.kind, "description": f.description} for f in pack.user_tools()],
+        "tasks": [t.id for t in pack.tasks],
+    }
+    if json_output:
+        print_json(data)
+        return
+    out_console.print(f"[bold]{pack.name}[/] ({pack.root})  sha256 {pack.content_sha256[:12]}")
+    for side in ("agent_tools", "user_tools"):
+        for tool in data[side]:
+            out_console.print(f"  {side[:-6]:<6} {tool['kind']:<5} {tool['name']}: {tool['description']}")
+    out_console.print(f"  {len(pack.tasks)} tasks: " + ", ".join(data["tasks"][:20]))

@@ -1,0 +1,33 @@
+"""The `tauproxy` command: wiring only. Each command lives in its own module."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from tauproxy_cli import cassette, domains, report, run
+
+app = typer.Typer(
+    name="tauproxy",
+    help="Evaluate tool-using agents the tau2-bench way; record and replay every model call.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("run")(run.run_command)
+app.command("report")(report.report_command)
+app.add_typer(domains.app, name="domains")
+app.add_typer(cassette.app, name="cassette")
+
+
+def main() -> None:
+    from tauproxy.errors import TauproxyError
+
+    try:
+        app()
+    except TauproxyError as exc:
+        from tauproxy_cli.output import error
+
+        error(str(exc))
+        sys.exit(2)

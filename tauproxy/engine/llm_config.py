@@ -1,0 +1,38 @@
+"""Which model plays a role and with which arguments; split into sampling params and connection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from tauproxy.data_model.call import ConnectionSettings
+from tauproxy.data_model.result import ModelInfo
+from tauproxy.proxy.key import EXCLUDED_PARAMS
+from tauproxy.proxy.redact import redact_llm_args
+
+_CONNECTION_ALIASES = {"base_url": "api_base", "max_retries": "num_retries", "request_timeout": "timeout",
+                       "headers": "extra_headers"}
+
+
+class LLMConfig(BaseModel):
+    model: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    def params(self, seed: int | None) -> dict[str, Any]:
+        """Sampling parameters for one trial; the per-trial seed travels in every request."""
+        params = {k: v for k, v in self.args.items() if k not in EXCLUDED_PARAMS}
+        if seed is not None:
+            params["seed"] = seed
+        return params
+
+    def connection(self) -> ConnectionSettings:
+        values: dict[str, Any] = {}
+        for name, value in self.args.items():
+            target = _CONNECTION_ALIASES.get(name, name)
+            if target in ConnectionSettings.model_fields:
+                values[target] = value
+        return ConnectionSettings(**values)
+
+    def info(self, system_prompt_sha256: str | None = None) -> ModelInfo:
+        return ModelInfo(llm=self.model, llm_args=redact_llm_args(self.args), system_prompt_sha256=system_prompt_sha256)

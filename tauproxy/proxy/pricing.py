@@ -1,0 +1,154 @@
+"""What a call costs, in USD, from its usage and a price table.
+
+Prices come from litellm's bundled price map, read as a JSON file (litellm is never imported for
+it), or from a user's `--prices` file that overrides it. A model with no price costs `None`
+("unknown"), never 0. Scripted and local models cost 0 by declaration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tauproxy.data_model.call import Usage
+from tauproxy.errors import ConfigError
+
+FREE_PREFIXES = ("scripted/", "local/")
+LITELLM_MAP_FILE = "model_prices_and_context_window_backup.json"
+
+
+class ModelPrice(BaseModel):
+    input_cost_per_token: float
+    output_cost_per_token: float
+    cache_read_input_token_cost: float | None = None
+
+
+@dataclass(frozen=True)
+class Cost:
+    usd: float | None
+    source: str
+
+
+class Pricing:
+    """Prices calls. Thread-safe; the litellm map is read on the first priced call only."""
+
+    def __init__(self, overrides: dict[str, ModelPrice] | None = None, override_source: str | None = None) -> None:
+        self._overrides = overrides or {}
+        self._override_source = override_source
+        self._map: dict[str, Any] | None = None
+        self._map_source = "litellm-price-map"
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_file(cls, path: Path | None) -> Pricing:
+        if path is None:
+            return cls()
+        return cls(*load_price_file(path))
+
+    @property
+    def source(self) -> str:
+        """Names every table in use, for reports: the override file and the litellm map version."""
+        base = f"litellm {litellm_version()} bundled price map"
+        return f"{self._override_source} over {base}" if self._override_source else base
+
+    def price_of(self, model: str) -> tuple[ModelPrice | None, str]:
+        for name in _candidates(model):
+            if name in self._overrides:
+                return self._overrides[name], self._override_source or "prices file"
+        table = self._litellm_map()
+        for name in _candidates(model):
+            entry = table.get(name)
+            if isinstance(entry, dict) and "input_cost_per_token" in entry and "output_cost_per_token" in entry:
+                try:
+                    return ModelPrice.model_validate(entry), self._map_source
+                except ValidationError:
+                    continue
+        return None, "unknown"
+
+    def cost(self, model: str, usage: Usage) -> Cost:
+        if model.startswith(FREE_PREFIXES):
+            return Cost(0.0, "free by declaration")
+        price, source = self.price_of(model)
+        if price is None:
+            return Cost(None, "unknown")
+        return Cost(usage_cost(price, usage), source)
+
+    def _litellm_map(self) -> dict[str, Any]:
+        with self._lock:
+            if self._map is None:
+                self._map = read_litellm_price_map()
+                self._map_source = f"litellm-price-map@{litellm_version()}"
+            return self._map
+
+
+def usage_cost(price: ModelPrice, usage: Usage) -> float:
+    cached = min(usage.cached_tokens, usage.prompt_tokens)
+    cache_rate = price.cache_read_input_token_cost
+    if cache_rate is None:
+        cache_rate = price.input_cost_per_token
+    return (
+        (usage.prompt_tokens - cached) * price.input_cost_per_token
+        + cached * cache_rate
+        + usage.completion_tokens * price.output_cost_per_token
+    )
+
+
+def _candidates(model: str) -> list[str]:
+    """`openai/gpt-4.1` is priced as itself, then as `gpt-4.1`."""
+    names = [model]
+    if "/" in model:
+        names.append(model.split("/", 1)[1])
+    return names
+
+
+def litellm_version() -> str:
+    try:
+        return importlib.metadata.version("litellm")
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def read_litellm_price_map() -> dict[str, Any]:
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    path = Path(next(iter(spec.submodule_search_locations))) / LITELLM_MAP_FILE
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_price_file(path: Path) -> tuple[dict[str, ModelPrice], str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read prices file: {exc.strerror}") from None
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            raw = yaml.safe_load(text)
+        else:
+            raw = json.loads(text)
+    except Exception as exc:
+        raise ConfigError(f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected an object mapping model names to prices")
+    prices = {}
+    for model, entry in raw.items():
+        try:
+            prices[str(model)] = ModelPrice.model_validate(entry)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "price"
+            raise ConfigError(f"{path}: model {model!r}, field {field}: {first['msg']}") from None
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return prices, f"prices file {path.name}@{digest}"

@@ -1,0 +1,79 @@
+"""The cassette layer: a Transport that replays recorded samples and records live ones.
+
+It wraps the live transport (router). In replay mode there is no live transport at all, so a
+replay can never reach the network or import a provider SDK.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from tauproxy.data_model.call import Usage
+from tauproxy.errors import ReplayMissError
+from tauproxy.proxy.pricing import Pricing
+from tauproxy.proxy.transport import Completion, PreparedCall, Transport
+from tauproxy.proxy.wire import response_from_wire, response_to_wire
+from tauproxy.store.cassette import Cassette
+from tauproxy.store.diff import miss_message
+
+
+class CassetteMode(StrEnum):
+    REPLAY = "replay"  # hits only; a miss is an error
+    RECORD = "record"  # always live; every call recorded
+    AUTO = "auto"  # hits replay; misses go live and are recorded
+
+
+class CassetteTransport:
+    def __init__(self, cassette: Cassette, mode: CassetteMode, live: Transport | None, pricing: Pricing) -> None:
+        self.cassette = cassette
+        self.mode = mode
+        self._live = live
+        self._pricing = pricing
+
+    def complete(self, call: PreparedCall) -> Completion:
+        if self.mode != CassetteMode.RECORD:
+            entry = self.cassette.lookup(call.sample_key)
+            if entry is not None:
+                response = response_from_wire(self.cassette.response_of(entry))
+                return Completion(response=response, source="replay", latency_s=entry.latency_s)
+            if self.mode == CassetteMode.REPLAY or self._live is None:
+                scope = call.context.scope
+                raise ReplayMissError(
+                    miss_message(
+                        self.cassette,
+                        call.wire,
+                        task_id=scope.task_id,
+                        trial=scope.trial,
+                        role=call.context.role,
+                        call_index=call.context.call_index,
+                    )
+                )
+        assert self._live is not None
+        completion = self._live.complete(call)
+        self._record(call, completion)
+        return completion
+
+    def _record(self, call: PreparedCall, completion: Completion) -> None:
+        response = completion.response
+        usage: Usage = response.usage
+        cost = self._pricing.cost(call.request.model, usage)
+        self.cassette.record(
+            wire_request=call.wire,
+            response_body=response_to_wire(response, call.request.model),
+            key=call.key,
+            sample_key=call.sample_key,
+            task_id=call.context.scope.task_id,
+            trial=call.context.scope.trial,
+            occurrence=call.occurrence,
+            seed=call.request.seed,
+            role=call.context.role,
+            call_index=call.context.call_index,
+            usage=usage,
+            cost_usd=cost.usd,
+            price_source=cost.source,
+            latency_s=completion.latency_s,
+        )
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.close()

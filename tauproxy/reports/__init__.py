@@ -1,0 +1,1 @@
+"""Reports: metrics over results (pass^k, rewards, costs) and their renderings. Reports only read."""

@@ -1,0 +1,1 @@
+"""The runner: tasks x trials, concurrency, resumable results on disk."""

@@ -1,0 +1,129 @@
+"""One config object for a run; the CLI builds it from flags and an optional agent TOML file."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tauproxy.engine.agent import AgentPrompt, PromptMode
+from tauproxy.engine.llm_config import LLMConfig
+from tauproxy.engine.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tauproxy.errors import ConfigError
+
+DEFAULT_SEED = 300
+DEFAULT_JUDGE = "scripted/judge"
+
+
+class RecordMode(StrEnum):
+    """How the cassette is used.
+
+    replay  strict and offline: a request that is not recorded is an error
+    record  always call live and record every call
+    auto    replay what is recorded, call live and record the rest (the default)
+    off     no cassette at all
+    once    record when the cassette is empty, replay strictly otherwise
+    """
+
+    REPLAY = "replay"
+    RECORD = "record"
+    AUTO = "auto"
+    OFF = "off"
+    ONCE = "once"
+
+
+# vcrpy's names, accepted so its users need not learn ours.
+RECORD_MODE_ALIASES = {"none": RecordMode.REPLAY, "all": RecordMode.RECORD, "new_episodes": RecordMode.AUTO}
+
+
+def parse_record_mode(value: str) -> RecordMode:
+    value = value.strip().lower()
+    if value in RECORD_MODE_ALIASES:
+        return RECORD_MODE_ALIASES[value]
+    try:
+        return RecordMode(value)
+    except ValueError:
+        names = ", ".join([*(m.value for m in RecordMode), *RECORD_MODE_ALIASES])
+        raise ConfigError(f"unknown record mode {value!r} (choose from: {names})") from None
+
+
+class AgentConfig(BaseModel):
+    """An agent config file (TOML): model, llm args and a system prompt that wraps or replaces ours."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    llm_args: dict[str, Any] = Field(default_factory=dict)
+    system_prompt: str | None = None
+    system_prompt_file: Path | None = None
+    prompt_mode: PromptMode = "wrap"
+    name: str | None = None
+
+    def prompt(self) -> AgentPrompt:
+        text = self.system_prompt
+        if self.system_prompt_file is not None:
+            try:
+                text = self.system_prompt_file.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"{self.system_prompt_file}: cannot read system prompt: {exc.strerror}") from None
+        return AgentPrompt(custom=text, mode=self.prompt_mode)
+
+
+def load_agent_config(path: Path) -> AgentConfig:
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read agent config: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    raw = raw.get("agent", raw)
+    if isinstance(raw.get("system_prompt_file"), str):
+        raw["system_prompt_file"] = str((path.parent / raw["system_prompt_file"]).resolve())
+    try:
+        return AgentConfig.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "config"
+        raise ConfigError(f"{path}: field {field}: {first['msg']}") from None
+
+
+def parse_llm_args(text: str | None, flag: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{flag}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{flag}: expected a JSON object")
+    return value
+
+
+class RunConfig(BaseModel):
+    """Everything a run needs. Built once; passed down whole instead of long argument lists."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    domain: str
+    agent: LLMConfig
+    agent_prompt: AgentPrompt = Field(default_factory=AgentPrompt)
+    user: LLMConfig = Field(default_factory=lambda: LLMConfig(model="scripted/user"))
+    judge: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_JUDGE))
+    num_trials: int = Field(1, ge=1)
+    num_tasks: int | None = Field(None, ge=1)
+    task_ids: list[str] | None = None
+    tasks_file: Path | None = None
+    seed: int = DEFAULT_SEED
+    max_concurrency: int = Field(1, ge=1)
+    max_steps: int = Field(DEFAULT_MAX_STEPS, ge=1)
+    max_errors: int = Field(DEFAULT_MAX_ERRORS, ge=1)
+    save_to: Path | None = None
+    cassette: Path | None = None
+    record_mode: RecordMode = RecordMode.AUTO
+    prices: Path | None = None
+    max_cost: float | None = Field(None, ge=0)
+    solo: bool = False

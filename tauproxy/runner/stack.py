@@ -1,0 +1,35 @@
+"""Builds the transport stack for a run: the provider router, under a cassette layer when asked."""
+
+from __future__ import annotations
+
+from tauproxy.domain.pack import DomainPack
+from tauproxy.proxy.pricing import Pricing
+from tauproxy.proxy.router import ProviderRouter
+from tauproxy.proxy.transport import Transport
+from tauproxy.runner.config import RecordMode, RunConfig
+
+
+def resolve_mode(config: RunConfig, cassette_is_empty: bool) -> RecordMode:
+    if config.record_mode == RecordMode.ONCE:
+        return RecordMode.RECORD if cassette_is_empty else RecordMode.REPLAY
+    return config.record_mode
+
+
+def build_transport(config: RunConfig, pack: DomainPack, pricing: Pricing | None = None) -> Transport:
+    router = ProviderRouter({task.id: task for task in pack.tasks})
+    if config.cassette is None or config.record_mode == RecordMode.OFF:
+        return router
+    from tauproxy.proxy.recorder import CassetteMode, CassetteTransport
+    from tauproxy.store.cassette import Cassette
+
+    cassette = Cassette.open(config.cassette, create=config.record_mode != RecordMode.REPLAY)
+    mode = CassetteMode(resolve_mode(config, cassette.is_empty()).value)
+    live = None if mode == CassetteMode.REPLAY else router
+    return CassetteTransport(cassette, mode, live, pricing or Pricing.from_file(config.prices))
+
+
+def transport_warnings(transport: Transport) -> list[str]:
+    """Problems found while opening the cassette (garbled lines are skipped, never fatal)."""
+    cassette = getattr(transport, "cassette", None)
+    problems = getattr(cassette, "problems", None) or []
+    return [f"cassette line skipped: {problem}" for problem in problems]

@@ -1,0 +1,90 @@
+"""One trial of one task: build the parties around a fresh environment, run, grade."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from tauproxy.data_model.call import CallRecord, TrialScope
+from tauproxy.data_model.result import SimulationRun, TerminationReason
+from tauproxy.data_model.task import Task
+from tauproxy.domain.pack import DomainPack
+from tauproxy.engine.agent import LLMAgent
+from tauproxy.engine.environment import Environment
+from tauproxy.engine.evaluator import evaluate
+from tauproxy.engine.judge import Judge
+from tauproxy.engine.orchestrator import Limits, Orchestrator
+from tauproxy.engine.user import UserSimulator, user_system_prompt
+from tauproxy.errors import ModelCallError
+from tauproxy.proxy.client import ModelClient
+from tauproxy.proxy.pricing import Pricing
+from tauproxy.proxy.redact import redact_text
+from tauproxy.proxy.transport import Transport
+from tauproxy.runner.config import RunConfig
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    task: Task
+    trial: int
+    seed: int
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.task.id}:{self.trial}"
+
+
+def run_trial(spec: TrialSpec, pack: DomainPack, config: RunConfig, transport: Transport, pricing: Pricing) -> SimulationRun:
+    started = time.perf_counter()
+    client = ModelClient(transport, pricing, TrialScope(task_id=spec.task.id, trial=spec.trial))
+    agent = LLMAgent(config.agent, client, config.agent_prompt.render(pack.policy), spec.seed)
+    user = None
+    agent_tools = list(pack.agent_tool_schemas)
+    if config.solo:
+        agent_tools.extend(pack.user_tool_schemas)
+    else:
+        system = user_system_prompt(spec.task, pack.is_dual_control, pack.user_policy)
+        user = UserSimulator(config.user, client, system, list(pack.user_tool_schemas), spec.seed)
+    orchestrator = Orchestrator(
+        task=spec.task,
+        environment=Environment(pack, spec.task),
+        agent=agent,
+        agent_tools=agent_tools,
+        user=user,
+        limits=Limits(config.max_steps, config.max_errors),
+        user_tool_names=frozenset(f.name for f in pack.user_tools()),
+    )
+    trajectory = orchestrator.run()
+    termination, error = trajectory.termination_reason, trajectory.error
+    judge = Judge(config.judge, client, spec.seed)
+    try:
+        reward_info = evaluate(pack, spec.task, trajectory.messages, termination, judge.evaluate)
+    except ModelCallError as exc:
+        termination, error, reward_info = TerminationReason.INFRASTRUCTURE_ERROR, redact_text(str(exc)), None
+    return SimulationRun(
+        id=spec.run_id,
+        task_id=spec.task.id,
+        trial=spec.trial,
+        seed=spec.seed,
+        termination_reason=termination,
+        messages=trajectory.messages,
+        reward_info=reward_info,
+        calls=client.records,
+        error=error,
+        agent_cost=role_cost(client.records, "agent"),
+        user_cost=role_cost(client.records, "user"),
+        judge_cost=role_cost(client.records, "judge"),
+        duration=round(time.perf_counter() - started, 6),
+    )
+
+
+def role_cost(records: list[CallRecord], role: str) -> float | None:
+    """Sum of a role's costs; None (unknown) as soon as one call has no known price."""
+    total = 0.0
+    for record in records:
+        if record.role != role:
+            continue
+        if record.cost_usd is None:
+            return None
+        total += record.cost_usd
+    return total
