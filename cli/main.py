@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from tauproxy_cli import cassette, domains, report, run
+from tauproxy_cli import cassette, domains, estimate, report, run
 
 app = typer.Typer(
     name="tauproxy",
@@ -17,6 +17,7 @@ app = typer.Typer(
 )
 app.command("run")(run.run_command)
 app.command("report")(report.report_command)
+app.command("estimate")(estimate.estimate_command)
 app.add_typer(domains.app, name="domains")
 app.add_typer(cassette.app, name="cassette")
 

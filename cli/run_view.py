@@ -7,12 +7,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from tauproxy.data_model.result import SimulationRun
 from tauproxy.reports.summary import summarize
 from tauproxy.runner.config import RunConfig
-from tauproxy.runner.run import execute
+from tauproxy.runner.run import prepare
 from tauproxy_cli.output import err_console, print_json, warn
 from tauproxy_cli.report_view import print_summary
 
 
 def run_with_progress(config: RunConfig, json_output: bool) -> None:
+    prepared = prepare(config)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -23,13 +24,14 @@ def run_with_progress(config: RunConfig, json_output: bool) -> None:
         transient=json_output,
     )
     with progress:
-        bar = progress.add_task(f"{config.domain}", total=None, last="")
+        total = len(prepared.specs)
+        bar = progress.add_task(config.domain, total=total, completed=total - len(prepared.pending), last="")
 
         def advance(run: SimulationRun, done: int, total: int) -> None:
             reward = run.reward_info.reward if run.reward_info else 0.0
             progress.update(bar, completed=done, total=total, last=f"{run.id} reward={reward:g}")
 
-        outcome = execute(config, progress=advance)
+        outcome = prepared.execute(progress=advance)
     for message in outcome.warnings:
         warn(message)
     if outcome.stopped_reason:

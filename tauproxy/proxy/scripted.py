@@ -5,7 +5,8 @@
     scripted/oracle?error_rate=R   the same, but skips each step with probability R, drawn from the
                                    request's seed, so trials differ and pass^k < pass^1 can be shown
     scripted/oracle?violate=1      also performs the task's forbidden actions (refusal tasks)
-    scripted/oracle?skip_user=1    never asks the user to act (fails dual control, passes solo)
+    scripted/oracle?skip_user=1    never asks the user to act (fails dual control; in solo runs it
+                                   holds the user's tools and acts itself, so it passes)
     scripted/silent                answers every turn with a polite refusal and does nothing
     scripted/user                  states its request, performs user actions the agent names,
                                    says "###TRANSFER###" after a transfer and "###STOP###" when done
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from tauproxy.data_model.call import ModelResponse, Usage
+from tauproxy.data_model.call import ModelRequest, ModelResponse, Usage
 from tauproxy.data_model.judge import (
     ASSERTIONS_CLOSE,
     ASSERTIONS_OPEN,
@@ -71,7 +72,7 @@ def parse_spec(model: str) -> ScriptedSpec:
     return spec
 
 
-Behaviour = Callable[[list[Message], Task | None, ScriptedSpec, int], Message]
+Behaviour = Callable[[ModelRequest, Task | None, ScriptedSpec, int], Message]
 
 
 class ScriptedTransport:
@@ -82,7 +83,7 @@ class ScriptedTransport:
         spec = parse_spec(call.request.model)
         task = self._tasks.get(call.context.scope.task_id)
         seed = call.request.seed or 0
-        message = SCRIPTED_MODELS[spec.name](list(call.request.messages), task, spec, seed)
+        message = SCRIPTED_MODELS[spec.name](call.request, task, spec, seed)
         usage = _usage(call.wire, message)
         response = ModelResponse(
             message=message,
@@ -112,13 +113,16 @@ def _slips(seed: int, task_id: str, steps: int, rate: float) -> list[bool]:
     return [random.Random(f"{seed}:{task_id}:{i}").random() < rate for i in range(steps)]
 
 
-def oracle(messages: list[Message], task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
+def oracle(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
+    messages = request.messages
     if task is None:
         return _text("I cannot find your request.")
-    plan = _oracle_plan(task, spec, seed)
+    own_tools = {tool.name for tool in request.tools or []}
+    plan = _oracle_plan(task, spec, seed, own_tools)
     done = max(0, sum(1 for m in messages if m.role == "assistant") - 1)  # minus the fixed greeting
     step = plan[min(done, len(plan) - 1)]
-    if isinstance(step, Action) and step.requestor == "assistant":
+    # In solo runs the agent holds the user's tools too, so it performs user actions itself.
+    if isinstance(step, Action) and (step.requestor == "assistant" or step.name in own_tools):
         return Message(
             role="assistant", tool_calls=[ToolCall(id=f"call_{done}", name=step.name, arguments=step.arguments)]
         )
@@ -128,12 +132,13 @@ def oracle(messages: list[Message], task: Task | None, spec: ScriptedSpec, seed:
     return _text(step)
 
 
-def _oracle_plan(task: Task, spec: ScriptedSpec, seed: int) -> list[Action | str]:
+def _oracle_plan(task: Task, spec: ScriptedSpec, seed: int, own_tools: set[str]) -> list[Action | str]:
     golden = task.golden_actions()
     slips = _slips(seed, task.id, len(golden) + 1, spec.number("error_rate", 0.0))
     plan: list[Action | str] = []
     for action, slipped in zip(golden, slips, strict=False):
-        if slipped or (action.requestor == "user" and spec.flag("skip_user")):
+        guides_user = action.requestor == "user" and action.name not in own_tools
+        if slipped or (guides_user and spec.flag("skip_user")):
             continue
         plan.append(action)
     if spec.flag("violate"):
@@ -162,12 +167,13 @@ def _final_words(task: Task, *, slipped: bool, transferred: bool) -> str:
     return " ".join(parts)
 
 
-def silent(messages: list[Message], task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
+def silent(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
     return _text("I'm sorry, I can't help with that.")
 
 
-def user(messages: list[Message], task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
+def user(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
     """The user's view is flipped: "assistant" messages are the user's own, "user" ones the agent's."""
+    messages = request.messages
     own = [m for m in messages if m.role == "assistant"]
     last = messages[-1] if messages else None
     if not own:
@@ -211,8 +217,8 @@ def _pending_user_actions(task: Task | None, own: list[Message]) -> list[Action]
     return pending
 
 
-def judge(messages: list[Message], task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
-    prompt = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
+def judge(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
+    prompt = next((m.content or "" for m in reversed(request.messages) if m.role == "user"), "")
     transcript = between(prompt, TRANSCRIPT_OPEN, TRANSCRIPT_CLOSE)
     agent_text = "\n".join(
         line for line in transcript.splitlines() if line.lower().startswith("assistant:")

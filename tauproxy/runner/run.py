@@ -72,7 +72,40 @@ class RunOutcome:
     warnings: list[str] = field(default_factory=list)
 
 
-def execute(config: RunConfig, progress: ProgressCallback | None = None) -> RunOutcome:
+@dataclass
+class PreparedRun:
+    """Everything checked and loaded before the first model call, so bad input fails fast."""
+
+    config: RunConfig
+    pack: DomainPack
+    tasks: list[Task]
+    specs: list[TrialSpec]
+    pricing: Pricing
+    info: RunInfo
+    results_dir: ResultsDir | None
+    finished: dict[str, SimulationRun]
+
+    @property
+    def pending(self) -> list[TrialSpec]:
+        return [spec for spec in self.specs if spec.run_id not in self.finished]
+
+    def execute(self, progress: ProgressCallback | None = None) -> RunOutcome:
+        transport = build_transport(self.config, self.pack, self.pricing)
+        warnings = transport_warnings(transport)
+        try:
+            new_runs, stopped = _run_pending(self, transport, progress)
+        finally:
+            transport.close()
+        by_id = {**self.finished, **{run.id: run for run in new_runs}}
+        ordered = [by_id[spec.run_id] for spec in self.specs if spec.run_id in by_id]
+        if self.results_dir:
+            results = self.results_dir.write_results(self.info, self.tasks, ordered)
+        else:
+            results = Results(timestamp=utc_now(), info=self.info, tasks=self.tasks, simulations=ordered)
+        return RunOutcome(results=results, new_runs=new_runs, stopped_reason=stopped, warnings=warnings)
+
+
+def prepare(config: RunConfig) -> PreparedRun:
     pack = load_pack(config.domain, config.tasks_file)
     tasks = select_tasks(pack, config)
     seeds = trial_seeds(config.seed, config.num_trials)
@@ -81,35 +114,21 @@ def execute(config: RunConfig, progress: ProgressCallback | None = None) -> RunO
     results_dir = ResultsDir(config.save_to) if config.save_to else None
     finished = results_dir.prepare(info) if results_dir else {}
     specs = [TrialSpec(task, trial, seeds[trial]) for task in tasks for trial in range(config.num_trials)]
-    pending = [spec for spec in specs if spec.run_id not in finished]
-    transport = build_transport(config, pack, pricing)
-    warnings = transport_warnings(transport)
-    try:
-        new_runs, stopped = _run_pending(pending, pack, config, transport, pricing, results_dir, progress, len(specs))
-    finally:
-        transport.close()
-    by_id = {**finished, **{run.id: run for run in new_runs}}
-    ordered = [by_id[spec.run_id] for spec in specs if spec.run_id in by_id]
-    if results_dir:
-        results = results_dir.write_results(info, tasks, ordered)
-    else:
-        results = Results(timestamp=utc_now(), info=info, tasks=tasks, simulations=ordered)
-    return RunOutcome(results=results, new_runs=new_runs, stopped_reason=stopped, warnings=warnings)
+    return PreparedRun(config, pack, tasks, specs, pricing, info, results_dir, finished)
+
+
+def execute(config: RunConfig, progress: ProgressCallback | None = None) -> RunOutcome:
+    return prepare(config).execute(progress)
 
 
 def _run_pending(
-    pending: list[TrialSpec],
-    pack: DomainPack,
-    config: RunConfig,
-    transport: Transport,
-    pricing: Pricing,
-    results_dir: ResultsDir | None,
-    progress: ProgressCallback | None,
-    total: int,
+    run: PreparedRun, transport: Transport, progress: ProgressCallback | None
 ) -> tuple[list[SimulationRun], str | None]:
     done: list[SimulationRun] = []
+    config = run.config
     budget = BudgetGuard(config.max_cost)
-    queue = list(pending)
+    queue = run.pending
+    already = len(run.specs) - len(queue)
     running: dict[Future[SimulationRun], TrialSpec] = {}
     stopped: str | None = None
     with ThreadPoolExecutor(max_workers=config.max_concurrency) as pool:
@@ -118,18 +137,19 @@ def _run_pending(
                 stopped = budget.refusal(done, len(running))
                 if stopped is None:
                     spec = queue.pop(0)
-                    running[pool.submit(run_trial, spec, pack, config, transport, pricing)] = spec
+                    future = pool.submit(run_trial, spec, run.pack, config, transport, run.pricing)
+                    running[future] = spec
             if not running:
                 break
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
                 running.pop(future)
-                run = future.result()
-                done.append(run)
-                if results_dir:
-                    results_dir.append(run)
+                simulation = future.result()
+                done.append(simulation)
+                if run.results_dir:
+                    run.results_dir.append(simulation)
                 if progress:
-                    progress(run, total - len(pending) + len(done), total)
+                    progress(simulation, already + len(done), len(run.specs))
     return done, stopped
 
 

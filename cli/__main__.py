@@ -1,0 +1,3 @@
+from tauproxy_cli.main import main
+
+main()

@@ -1,0 +1,238 @@
+"""Predict calls, tokens and cost of a planned run before launching it.
+
+1. Cassette (exact): each planned trial is replayed against the cassette until its first miss. Those
+   calls will be served from the cassette, with their recorded usage.
+2. History (statistical): the rest of each trial is drawn from earlier runs of the domain — the
+   same task's trials when the history has it, else any trial — with the calls beyond the replayed
+   prefix costed at the TARGET models' prices and rescaled by tokeniser family. Many seeded draws
+   give the p50 and p90.
+3. No history: a prior from the sizes of the policy, tools and instructions and a turns-per-task
+   prior, labelled low-confidence.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tauproxy.data_model.call import CallRecord, CallRole, Usage
+from tauproxy.data_model.result import SimulationRun
+from tauproxy.errors import ReplayMissError
+from tauproxy.proxy.pricing import Pricing
+from tauproxy.proxy.transport import Completion, PreparedCall, Transport
+from tauproxy.runner.config import RunConfig
+from tauproxy.runner.results_dir import load_results
+from tauproxy.runner.run import PreparedRun, prepare
+from tauproxy.runner.trial import TrialSpec, run_trial
+
+ROLES: tuple[CallRole, ...] = ("agent", "user", "judge")
+DRAWS = 4000
+# Relative tokens per character by tokeniser family; history is rescaled when the family changes.
+TOKENISER_FAMILIES = {"openai": 1.0, "anthropic": 1.12, "gemini": 0.95, "mistral": 1.08, "local": 1.05,
+                      "scripted": 1.0}
+PRIOR_CALLS_PER_TRIAL = {"agent": 8.0, "user": 4.0}
+PRIOR_COMPLETION_TOKENS = {"agent": 80, "user": 30, "judge": 60}
+
+
+def tokeniser_family(model: str) -> str:
+    lowered = model.lower()
+    for family, needles in (("anthropic", ("claude", "anthropic")), ("gemini", ("gemini",)),
+                            ("mistral", ("mistral",)), ("local", ("local/",)), ("scripted", ("scripted/",))):
+        if any(n in lowered for n in needles):
+            return family
+    return "openai"
+
+
+@dataclass
+class RoleEstimate:
+    calls_p50: float = 0.0
+    calls_p90: float = 0.0
+    tokens_p50: float = 0.0
+    tokens_p90: float = 0.0
+    cost_p50: float | None = 0.0
+    cost_p90: float | None = 0.0
+    replayed_calls: int = 0
+    replayed_cost: float = 0.0
+
+
+@dataclass
+class Estimate:
+    trials: int
+    confidence: str
+    basis: str
+    roles: dict[str, RoleEstimate] = field(default_factory=dict)
+    live_cost_p50: float | None = 0.0
+    live_cost_p90: float | None = 0.0
+    replayed_calls: int = 0
+    replayed_cost: float = 0.0
+    unknown_price_models: list[str] = field(default_factory=list)
+    price_source: str = ""
+
+
+@dataclass
+class _Probe:
+    """Replays one trial against the cassette, counting hits, until the first miss."""
+
+    inner: Transport
+    hits: list[tuple[CallRole, Usage, str]] = field(default_factory=list)
+
+    def complete(self, call: PreparedCall) -> Completion:
+        completion = self.inner.complete(call)
+        self.hits.append((call.context.role, completion.response.usage, call.request.model))
+        return completion
+
+    def close(self) -> None:
+        return None
+
+
+def replayable_prefixes(run: PreparedRun, cassette: Path | None) -> dict[str, list[tuple[CallRole, Usage, str]]]:
+    if cassette is None or not (cassette / "calls.jsonl").exists():
+        return {}
+    from tauproxy.proxy.recorder import CassetteMode, CassetteTransport
+    from tauproxy.store.cassette import Cassette
+
+    replay = CassetteTransport(Cassette.open(cassette, create=False), CassetteMode.REPLAY, None, run.pricing)
+    prefixes = {}
+    for spec in run.specs:
+        probe = _Probe(replay)
+        try:
+            run_trial(spec, run.pack, run.config, probe, run.pricing)
+        except ReplayMissError:
+            pass
+        prefixes[spec.run_id] = probe.hits
+    return prefixes
+
+
+class _Coster:
+    def __init__(self, config: RunConfig, pricing: Pricing) -> None:
+        self.models = {"agent": config.agent.model, "user": config.user.model, "judge": config.judge.model}
+        self.pricing = pricing
+        self.unknown: set[str] = set()
+
+    def call(self, call: CallRecord) -> tuple[int, float | None]:
+        target = self.models[call.role]
+        scale = TOKENISER_FAMILIES[tokeniser_family(target)] / TOKENISER_FAMILIES[tokeniser_family(call.model)]
+        usage = Usage(
+            prompt_tokens=round(call.usage.prompt_tokens * scale),
+            completion_tokens=round(call.usage.completion_tokens * scale),
+            cached_tokens=round(call.usage.cached_tokens * scale),
+        )
+        cost = self.pricing.cost(target, usage)
+        if cost.usd is None:
+            self.unknown.add(target)
+        return usage.prompt_tokens + usage.completion_tokens, cost.usd
+
+
+def estimate(config: RunConfig, history: list[Path], cassette: Path | None, seed: int = 0) -> Estimate:
+    plan_config = config.model_copy(update={"save_to": None, "cassette": None})
+    run = prepare(plan_config)
+    prefixes = replayable_prefixes(run, cassette)
+    coster = _Coster(config, run.pricing)
+    past = [sim for path in history for sim in load_results(path).simulations if sim.calls]
+    if past:
+        result = _from_history(run.specs, past, prefixes, coster, seed)
+    else:
+        result = _from_prior(run, prefixes, coster)
+    result.price_source = run.pricing.source
+    result.unknown_price_models = sorted(coster.unknown)
+    if coster.unknown:
+        result.live_cost_p50 = result.live_cost_p90 = None
+    return result
+
+
+def _replayed(prefixes: dict[str, list[tuple[CallRole, Usage, str]]], coster: _Coster, est: Estimate) -> None:
+    for hits in prefixes.values():
+        for role, usage, model in hits:
+            cost = coster.pricing.cost(model, usage).usd or 0.0
+            est.roles.setdefault(role, RoleEstimate()).replayed_calls += 1
+            est.roles[role].replayed_cost += cost
+            est.replayed_calls += 1
+            est.replayed_cost += cost
+
+
+def _from_history(specs: list[TrialSpec], past: list[SimulationRun], prefixes: dict[str, list[tuple[CallRole, Usage, str]]],
+                  coster: _Coster, seed: int) -> Estimate:
+    by_task: dict[str, list[SimulationRun]] = defaultdict(list)
+    for sim in past:
+        by_task[sim.task_id].append(sim)
+    # Per history trial and role, totals of the calls beyond a given replayed prefix length.
+    rng = np.random.default_rng(seed)
+    totals = {role: np.zeros((DRAWS, 3)) for role in ROLES}  # calls, tokens, cost
+    for spec in specs:
+        pool = by_task.get(spec.task.id) or past
+        skip = len(prefixes.get(spec.run_id, []))
+        table = np.array([_trial_totals(sim, skip, coster) for sim in pool])  # (pool, roles, 3)
+        picks = rng.integers(0, len(pool), size=DRAWS)
+        for r, role in enumerate(ROLES):
+            totals[role] += table[picks, r, :]
+    est = Estimate(trials=len(specs), confidence="history", basis=f"{len(past)} earlier trials")
+    overall = np.zeros(DRAWS)
+    for role in ROLES:
+        calls, tokens, cost = totals[role][:, 0], totals[role][:, 1], totals[role][:, 2]
+        overall += cost
+        est.roles[role] = RoleEstimate(
+            calls_p50=float(np.percentile(calls, 50)), calls_p90=float(np.percentile(calls, 90)),
+            tokens_p50=float(np.percentile(tokens, 50)), tokens_p90=float(np.percentile(tokens, 90)),
+            cost_p50=float(np.percentile(cost, 50)), cost_p90=float(np.percentile(cost, 90)),
+        )
+    est.live_cost_p50, est.live_cost_p90 = float(np.percentile(overall, 50)), float(np.percentile(overall, 90))
+    _replayed(prefixes, coster, est)
+    return est
+
+
+def _trial_totals(sim: SimulationRun, skip: int, coster: _Coster) -> list[list[float]]:
+    rows = {role: [0.0, 0.0, 0.0] for role in ROLES}
+    for call in sorted(sim.calls, key=lambda c: c.index)[skip:]:
+        tokens, cost = coster.call(call)
+        row = rows[call.role]
+        row[0] += 1
+        row[1] += tokens
+        row[2] += cost or 0.0
+    return [rows[role] for role in ROLES]
+
+
+def _from_prior(run: PreparedRun, prefixes: dict[str, list[tuple[CallRole, Usage, str]]], coster: _Coster) -> Estimate:
+    """Without history: sizes of what every call carries, times a turns-per-task prior."""
+    pack = run.pack
+    tools_chars = sum(len(t.model_dump_json()) for t in pack.agent_tool_schemas)
+    agent_fixed = (len(run.config.agent_prompt.render(pack.policy)) + tools_chars) / 4
+    est = Estimate(trials=len(run.specs), confidence="low (no history: size-based prior)",
+                   basis="policy, tool and instruction sizes with a turns-per-task prior")
+    grand50 = grand90 = 0.0
+    for role in ROLES:
+        calls = prompt_tokens = 0.0
+        for spec in run.specs:
+            skip = sum(1 for hit in prefixes.get(spec.run_id, []) if hit[0] == role)
+            n = PRIOR_CALLS_PER_TRIAL.get(role, 1.0 if _has_nl(spec) else 0.0)
+            fixed = agent_fixed if role == "agent" else len(spec.task.user_scenario.render()) / 4 + 200
+            live_n = max(0.0, n - skip)
+            calls += live_n
+            # The conversation grows each turn: on average half the final length rides along.
+            prompt_tokens += live_n * (fixed + 60 * n / 2)
+        completion_tokens = calls * PRIOR_COMPLETION_TOKENS[role]
+        cost = _prior_cost(coster, role, prompt_tokens, completion_tokens)
+        tokens = prompt_tokens + completion_tokens
+        est.roles[role] = RoleEstimate(calls, calls * 1.5, tokens, tokens * 1.5,
+                                       cost, None if cost is None else cost * 1.5)
+        if cost is not None:
+            grand50 += cost
+            grand90 += cost * 1.5
+    est.live_cost_p50, est.live_cost_p90 = grand50, grand90
+    _replayed(prefixes, coster, est)
+    return est
+
+
+def _has_nl(spec: TrialSpec) -> bool:
+    criteria = spec.task.evaluation_criteria
+    return bool(criteria and criteria.nl_assertions and "NL_ASSERTION" in criteria.reward_basis)
+
+
+def _prior_cost(coster: _Coster, role: str, prompt_tokens: float, completion_tokens: float) -> float | None:
+    usage = Usage(prompt_tokens=int(prompt_tokens), completion_tokens=int(completion_tokens))
+    cost = coster.pricing.cost(coster.models[role], usage)
+    if cost.usd is None:
+        coster.unknown.add(coster.models[role])
+    return cost.usd

@@ -1,0 +1,114 @@
+"""The key changes exactly when a field that can change the output changes (one field at a time)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tauproxy.data_model.call import ConnectionSettings, ModelRequest
+from tauproxy.data_model.message import Message, ToolCall
+from tauproxy.proxy.key import EXCLUDED_PARAMS, request_key, sample_key
+from tauproxy.proxy.wire import request_to_wire
+
+BASE: dict[str, Any] = {
+    "model": "openai/gpt-4.1",
+    "messages": [
+        {"role": "system", "content": "policy"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1, \"b\": 2}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ],
+    "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+    "tool_choice": "auto",
+    "temperature": 0.0,
+    "seed": 7,
+}
+
+
+def changed(path: str, value: Any) -> dict[str, Any]:
+    body = copy.deepcopy(BASE)
+    target: Any = body
+    parts = path.split(".")
+    for part in parts[:-1]:
+        target = target[int(part)] if part.isdigit() else target[part]
+    last = parts[-1]
+    target[int(last) if last.isdigit() else last] = value
+    return body
+
+
+INCLUDED_CHANGES = [
+    ("model", "openai/gpt-4.1-mini"),
+    ("messages.0.content", "other policy"),
+    ("messages.1.content", "hello"),
+    ("messages.1.role", "system"),
+    ("messages.2.tool_calls.0.id", "c2"),
+    ("messages.2.tool_calls.0.function.arguments", "{\"a\": 1, \"b\": 3}"),
+    ("messages.3.content", "not ok"),
+    ("tools.0.function.name", "g"),
+    ("tool_choice", "required"),
+    ("temperature", 0.7),
+    ("seed", 8),
+    ("top_p", 0.5),
+    ("max_tokens", 100),
+    ("response_format", {"type": "json_object"}),
+]
+
+EXCLUDED_CHANGES = [
+    ("api_key", "sk-secret"),
+    ("api_base", "http://elsewhere/v1"),
+    ("base_url", "http://elsewhere/v1"),
+    ("extra_headers", {"Authorization": "Bearer x"}),
+    ("timeout", 3),
+    ("num_retries", 5),
+    ("max_retries", 5),
+    ("metadata", {"run": "x"}),
+    ("stream", True),
+    ("user", "someone"),
+    ("messages.2.tool_calls.0.function.arguments", "{\"b\":2,\"a\":1}"),  # same arguments, other text
+    ("messages.2.content", None),
+]
+
+
+@pytest.mark.parametrize(("path", "value"), INCLUDED_CHANGES)
+def test_included_field_changes_key(path: str, value: Any) -> None:
+    assert request_key(changed(path, value)) != request_key(BASE)
+
+
+@pytest.mark.parametrize(("path", "value"), EXCLUDED_CHANGES)
+def test_excluded_field_keeps_key(path: str, value: Any) -> None:
+    assert request_key(changed(path, value)) == request_key(BASE)
+
+
+def test_dict_order_does_not_matter() -> None:
+    reordered = dict(reversed(list(BASE.items())))
+    assert request_key(reordered) == request_key(BASE)
+
+
+def test_excluded_set_is_what_the_docstring_lists() -> None:
+    import tauproxy.proxy.key as key_module
+
+    for name in EXCLUDED_PARAMS:
+        assert name in (key_module.__doc__ or "")
+
+
+def test_sample_identity_separates_trials_seeds_and_occurrences() -> None:
+    key = request_key(BASE)
+    base = sample_key(key, 7, "t", 0, 0)
+    assert len({base, sample_key(key, 8, "t", 0, 0), sample_key(key, 7, "t", 1, 0),
+                sample_key(key, 7, "u", 0, 0), sample_key(key, 7, "t", 0, 1)}) == 5
+
+
+def test_connection_settings_never_reach_the_wire() -> None:
+    request = ModelRequest(
+        model="m",
+        messages=[Message(role="assistant", tool_calls=[ToolCall(id="1", name="f", arguments={"b": 1, "a": 2})])],
+        params={"temperature": 0, "api_key": "sk-leak"},
+        connection=ConnectionSettings(api_key="sk-secret", api_base="http://x"),
+    )
+    wire = request_to_wire(request)
+    text = str(wire)
+    assert "sk-secret" not in text and "sk-leak" not in text and "http://x" not in text
+    assert wire["messages"][0]["tool_calls"][0]["function"]["arguments"] == "{\"a\":2,\"b\":1}"
