@@ -1,0 +1,1 @@
+"""The retail domain: an online store's customer service (orders, returns, exchanges, payments)."""
