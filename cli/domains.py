@@ -53,3 +53,33 @@ def show_command(name: str, json_output: Annotated[bool, typer.Option("--json")]
         for tool in data[side]:
             out_console.print(f"  {side[:-6]:<6} {tool['kind']:<5} {tool['name']}: {tool['description']}")
     out_console.print(f"  {len(pack.tasks)} tasks: " + ", ".join(data["tasks"][:20]))
+
+
+@app.command("check")
+def check_command(
+    names: Annotated[list[str] | None, typer.Argument(help="Packs to check (default: all).")] = None,
+    tasks_file: Annotated[str | None, typer.Option(help="Check this tasks.json instead of the pack's.")] = None,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Oracle passes 100%, a do-nothing agent at most 10%, golden actions obey the policy."""
+    from pathlib import Path
+
+    from tauproxy.domain.pack import available_domains
+    from tauproxy.runner.domain_check import MAX_SILENT_PASS_RATE, check_domain
+    from tauproxy_cli.output import out_console, print_json
+
+    checks = [check_domain(name, Path(tasks_file) if tasks_file else None) for name in names or available_domains()]
+    if json_output:
+        print_json([c.model_dump() for c in checks])
+    else:
+        for c in checks:
+            verdict = "[green]ok[/]" if c.ok else "[red]FAILED[/]"
+            out_console.print(
+                f"{c.domain:<10} {c.tasks:>4} tasks  oracle {c.oracle_pass_rate:6.1%} (needs 100%)  "
+                f"do-nothing {c.silent_pass_rate:6.1%} (max {MAX_SILENT_PASS_RATE:.0%})  "
+                f"policy violations {len(c.policy_violations)}  {verdict}"
+            )
+            for line in [*c.oracle_failures[:5], *c.silent_passes[:5], *c.policy_violations[:5]]:
+                out_console.print(f"    {line}")
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)

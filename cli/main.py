@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from tauproxy_cli import cassette, domains, estimate, report, run
+from tauproxy_cli import cassette, domains, estimate, report, run, tasks
 
 app = typer.Typer(
     name="tauproxy",
@@ -20,6 +20,7 @@ app.command("report")(report.report_command)
 app.command("estimate")(estimate.estimate_command)
 app.add_typer(domains.app, name="domains")
 app.add_typer(cassette.app, name="cassette")
+app.add_typer(tasks.app, name="tasks")
 
 
 def main() -> None:

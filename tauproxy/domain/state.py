@@ -35,6 +35,16 @@ class BaseState:
         self._json: dict[str, dict[str, str]] = {
             name: {str(rid): _dumps(rec) for rid, rec in table.items()} for name, table in tables.items()
         }
+        self._table_text: dict[str, str] = {}
+
+    def table_json(self, table: str) -> str:
+        """The canonical JSON of an untouched table, built once and shared by every trial."""
+        text = self._table_text.get(table)
+        if text is None:
+            rows = self._json.get(table, {})
+            text = "{" + ", ".join(f"{_dumps(rid)}: {rows[rid]}" for rid in sorted(rows)) + "}"
+            self._table_text[table] = text
+        return text
 
     @property
     def table_names(self) -> list[str]:
@@ -155,6 +165,10 @@ class State:
         parts = []
         for name in sorted(self.table_names()):
             overlay = self._overlay.get(name, {})
+            if not any(value is _DELETED or self._base.record_json(name, rid) != _dumps(value)
+                       for rid, value in overlay.items()) and not self._new_ids.get(name):
+                parts.append(f"{_dumps(name)}: {self._base.table_json(name)}")
+                continue
             rows = []
             for rid in sorted(self._ids(name)):
                 if rid in overlay:

@@ -37,8 +37,7 @@ def evaluate(
     final_env = replay_writes(pack, task, messages)
     for basis in criteria.reward_basis:
         if basis == RewardType.DB:
-            golden_env = golden_environment(pack, task)
-            match = final_env.state_hash() == golden_env.state_hash()
+            match = final_env.state_hash() == golden_hash(pack, task)
             info.db_check = DBCheck(db_match=match, db_reward=float(match))
             breakdown[basis] = float(match)
         elif basis == RewardType.ENV_ASSERTION:
@@ -85,6 +84,14 @@ def golden_environment(pack: DomainPack, task: Task) -> Environment:
         call = ToolCall(id=f"golden_{index}", name=action.name, arguments=action.arguments, requestor=action.requestor)
         env.execute(call, action.requestor)
     return env
+
+
+def golden_hash(pack: DomainPack, task: Task) -> str:
+    cached = pack.golden_hashes.get(task.id)
+    if cached is None:
+        cached = golden_environment(pack, task).state_hash()
+        pack.golden_hashes[task.id] = cached
+    return cached
 
 
 def check_env_assertions(env: Environment, task: Task) -> list[EnvAssertionCheck]:
