@@ -128,7 +128,8 @@ def test_kill_9_loses_nothing_finished(tmp_path: Path, stub) -> None:
     report = report_json(tmp_path / "again")
     sent_upstream = stub.request_count - before
     assert report["calls"]["replayed"] == recorded_before, "every call finished before the kill is reused"
-    assert report["calls"]["live"] == sent_upstream, "the upstream sees only calls not recorded before"
+    live_upstream = report["cost"]["by_model"]["openai/stub"]["live"]["calls"]
+    assert live_upstream == sent_upstream, "the upstream sees only calls not recorded before"
 
 
 def test_secret_never_written(tmp_path: Path, stub) -> None:
@@ -169,7 +170,7 @@ def test_replay_miss_names_the_call_and_the_difference(tmp_path: Path) -> None:
                    check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     message = proc.stderr
-    assert "create_task" in message and "trial 0" in message and "call #0" in message
+    assert "create_task" in message and "trial 0" in message and "call #1 (agent)" in message
     assert "Be terse." in message, message
 
 

@@ -1,0 +1,289 @@
+"""`tauproxy cassette ...`: list, show, count, check and tidy recorded model calls.
+
+Only typer and rich load at import time; the store (pydantic, filelock) loads when a command runs,
+so `tauproxy --help` stays fast. Errors tauproxy raises on purpose print one red line and exit 2.
+"""
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from tauproxy.store.cassette import Cassette
+    from tauproxy.store.entry import CassetteEntry
+
+app = typer.Typer(
+    help="Inspect and maintain cassettes: directories of recorded model calls (calls.jsonl).",
+    no_args_is_help=True,
+)
+
+# soft_wrap: a listing line or an error stays one line however narrow the terminal.
+_out = Console(highlight=False, soft_wrap=True)
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+JSON_HELP = "Print machine-readable JSON instead of text."
+DROP_BAD_HELP = "Drop damaged lines instead of refusing to rewrite."
+
+RUNS_HELP = "Run dir (holding results.json) whose calls to keep; more may follow."
+
+DirArg = Annotated[Path, typer.Argument(help="Cassette directory.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
+DropBadOpt = Annotated[bool, typer.Option("--drop-bad", help=DROP_BAD_HELP)]
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    from tauproxy.errors import TauproxyError
+
+    try:
+        yield
+    except TauproxyError as exc:
+        _err.print(Text(f"error: {exc}", style="red"))
+        raise typer.Exit(2) from None
+
+
+def _print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _open(directory: Path) -> "Cassette":
+    from tauproxy.store.cassette import Cassette
+
+    return Cassette.open(directory, create=False)
+
+
+def _cost(value: float | None) -> str:
+    return "-" if value is None else f"${value:.6f}".rstrip("0").rstrip(".")
+
+
+def _row(index: int, entry: "CassetteEntry") -> dict[str, Any]:
+    return {
+        "index": index,
+        "task_id": entry.task_id,
+        "trial": entry.trial,
+        "role": entry.role,
+        "call_index": entry.call_index,
+        "model": entry.request.model,
+        "key": entry.key,
+        "sample_key": entry.sample_key,
+        "cost_usd": entry.cost_usd,
+    }
+
+
+@app.command("ls")
+def ls(
+    directory: DirArg,
+    as_json: JsonOpt = False,
+) -> None:
+    """One line per recorded call: index, task/trial, role, call index, model, key, cost."""
+    with _errors():
+        rows = [_row(i, entry) for i, entry in enumerate(_open(directory).entries())]
+    if as_json:
+        _print_json(rows)
+        return
+    for row in rows:
+        scope = f"{row['task_id']}/{row['trial']}"
+        _out.print(
+            f"{row['index']:>5}  {scope:<20} {row['role']:<5} #{row['call_index']:<4} "
+            f"{row['model']!s:<28} {row['key'][:12]}  {_cost(row['cost_usd'])}",
+            markup=False,
+        )
+
+
+def _find(cassette: "Cassette", ref: str) -> "CassetteEntry":
+    from tauproxy.errors import CassetteError
+
+    exact = cassette.lookup(ref)
+    if exact is not None:
+        return exact
+    matches = [e for e in cassette.entries() if e.sample_key.startswith(ref) or e.key.startswith(ref)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise CassetteError(f"no call in {cassette.directory} has a sample key or key starting with {ref!r}")
+    shown = ", ".join(e.sample_key[:16] for e in matches[:5])
+    raise CassetteError(
+        f"{len(matches)} calls match {ref!r} (sample keys {shown}, ...); give a longer prefix"
+    )
+
+
+def _print_message(index: int | str, message: dict[str, Any]) -> None:
+    _out.print(Text(f"[{index}] {message.get('role')}", style="bold"))
+    content = message.get("content")
+    if content:
+        _out.print(content if isinstance(content, str) else json.dumps(content), markup=False)
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        line = f"→ {function.get('name')}({function.get('arguments')})  id={call.get('id')}"
+        _out.print(Text(line, style="cyan"))
+    if message.get("tool_call_id"):
+        _out.print(Text(f"(result of {message['tool_call_id']})", style="dim"))
+
+
+def _print_entry(entry: "CassetteEntry", request: dict[str, Any], response: dict[str, Any]) -> None:
+    usage = entry.usage
+    seed = "-" if entry.seed is None else entry.seed
+    _out.print(
+        f"sample {entry.sample_key}\nkey    {entry.key}\n"
+        f"task {entry.task_id}  trial {entry.trial}  occurrence {entry.occurrence}  seed {seed}  "
+        f"role {entry.role}  call #{entry.call_index}\n"
+        f"recorded {entry.recorded_at}  latency {entry.latency_s:.2f} s  cost {_cost(entry.cost_usd)}"
+        f" ({entry.price_source or 'no price source'})\n"
+        f"tokens: {usage.prompt_tokens} prompt ({usage.cached_tokens} cached), "
+        f"{usage.completion_tokens} completion ({usage.reasoning_tokens} reasoning)",
+        markup=False,
+    )
+    structural = {"model", "messages", "tools", "tool_choice"}
+    params = ", ".join(f"{k}={json.dumps(v)}" for k, v in request.items() if k not in structural)
+    _out.rule(Text(f"request: {request.get('model')}  {params}".strip()))
+    tools = [str((t.get("function") or {}).get("name")) for t in request.get("tools") or []]
+    if tools:
+        _out.print(Text(f"tools: {', '.join(tools)}  tool_choice: {request.get('tool_choice')}", style="dim"))
+    for index, message in enumerate(request["messages"]):
+        _print_message(index, message)
+    choice = response["choices"][0]
+    _out.rule(Text(f"response: {response.get('model')}  finish_reason={choice.get('finish_reason')}"))
+    _print_message("reply", choice["message"])
+
+
+@app.command("show")
+def show(
+    directory: DirArg,
+    ref: Annotated[
+        str, typer.Argument(metavar="SAMPLE_KEY_OR_KEY_PREFIX", help="A sample key or a key prefix.")
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """The full recorded request and response of one call."""
+    with _errors():
+        cassette = _open(directory)
+        entry = _find(cassette, ref)
+        request, response = cassette.request_of(entry), cassette.response_of(entry)
+    if as_json:
+        _print_json({"entry": entry.model_dump(mode="json"), "request": request, "response": response})
+        return
+    _print_entry(entry, request, response)
+
+
+@app.command("stats")
+def stats(
+    directory: DirArg,
+    as_json: JsonOpt = False,
+) -> None:
+    """Calls per role and model, tokens, recorded cost, size."""
+    from tauproxy.store.maintenance import stats as cassette_stats
+
+    with _errors():
+        data = cassette_stats(_open(directory))
+    if as_json:
+        _print_json(data)
+        return
+    table = Table(show_header=False, box=None)
+    for name, value in data.items():
+        shown = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+        table.add_row(name, Text(shown))
+    _out.print(table)
+
+
+@app.command("verify")
+def verify(
+    directory: DirArg,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check every line, hash and reference; exit 1 when there are problems."""
+    from tauproxy.store.maintenance import check
+
+    with _errors():
+        cassette = _open(directory)
+        report = check(cassette)
+    if as_json:
+        _print_json({"problems": report.problems, "warnings": report.warnings})
+    else:
+        for warning in report.warnings:
+            _out.print(Text(f"warning: {warning}", style="yellow"))
+        for problem in report.problems:
+            _out.print(problem, markup=False)
+        if not report.problems:
+            _out.print(
+                Text(f"ok: {len(cassette)} calls, {cassette.messages_stored()} messages", style="green")
+            )
+    if report.problems:
+        raise typer.Exit(1)
+
+
+def _print_rewrite(result: Any, as_json: bool, verb: str) -> None:
+    from dataclasses import asdict
+
+    if as_json:
+        _print_json(asdict(result))
+        return
+    _out.print(
+        f"{verb}: {result.entries} calls, {result.lines_before} -> {result.lines_after} lines"
+        + (f", {result.dropped_bad} damaged line(s) dropped" if result.dropped_bad else ""),
+        markup=False,
+    )
+
+
+@app.command("merge")
+def merge(
+    target: Annotated[Path, typer.Argument(help="Cassette to merge into (created if absent).")],
+    sources: Annotated[list[Path], typer.Argument(help="Cassettes to merge from.")],
+    drop_bad: DropBadOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Union of cassettes into TARGET; for a sample key in several, the last source wins."""
+    from tauproxy.store.maintenance import merge as merge_cassettes
+
+    with _errors():
+        result = merge_cassettes(target, sources, drop_bad=drop_bad)
+    _print_rewrite(result, as_json, f"merged ({result.added} new, {result.replaced} replaced)")
+
+
+@app.command("prune")
+def prune(
+    directory: DirArg,
+    more_runs: Annotated[list[Path] | None, typer.Argument(hidden=True)] = None,
+    runs: Annotated[list[Path] | None, typer.Option("--runs", help=RUNS_HELP)] = None,
+    drop_bad: DropBadOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Keep only the calls used by the given runs: `prune DIR --runs RUN_DIR [RUN_DIR...]`."""
+    from tauproxy.errors import ConfigError
+    from tauproxy.store.maintenance import prune as prune_cassette
+    from tauproxy.store.maintenance import sample_keys_used
+
+    with _errors():
+        run_dirs = [*(runs or []), *(more_runs or [])]
+        if not run_dirs:
+            raise ConfigError("give at least one --runs RUN_DIR whose calls to keep")
+        keep = sample_keys_used(run_dirs)
+        if not keep:
+            raise ConfigError("the given runs used no recorded calls; refusing to prune every call")
+        cassette = _open(directory)
+        before = len(cassette)
+        removed = prune_cassette(cassette, keep, drop_bad=drop_bad)
+    if as_json:
+        _print_json({"before": before, "removed": removed, "kept": len(cassette)})
+        return
+    _out.print(f"pruned {removed} of {before} calls; {len(cassette)} kept", markup=False)
+
+
+@app.command("compact")
+def compact(
+    directory: DirArg,
+    drop_bad: DropBadOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rewrite without duplicates, superseded calls or unused messages (atomic, under the lock)."""
+    from tauproxy.store.maintenance import compact as compact_cassette
+
+    with _errors():
+        result = compact_cassette(directory, drop_bad=drop_bad)
+    _print_rewrite(result, as_json, "compacted")

@@ -1,0 +1,93 @@
+"""Many writers, one cassette: processes and threads appending at once lose and corrupt nothing."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from pathlib import Path
+
+import pytest
+
+from tauproxy.data_model.call import Usage
+from tauproxy.proxy.key import request_key, sample_key
+from tauproxy.store.cassette import Cassette
+from tauproxy.store.maintenance import verify
+
+PROCESSES = 8
+RECORDS = 200
+SYSTEM = {"role": "system", "content": "shared by every writer"}
+
+
+def write_calls(directory: str, writer: str, count: int, cassette: Cassette | None = None) -> None:
+    """Record `count` small calls; each writer has its own task id, all share the system message."""
+    if cassette is None:
+        cassette = Cassette.open(Path(directory))
+    for index in range(count):
+        request = {
+            "model": "m",
+            "messages": [SYSTEM, {"role": "user", "content": f"{writer} {index}"}],
+            "temperature": 0,
+        }
+        key = request_key(request)
+        cassette.record(
+            wire_request=request,
+            response_body={
+                "choices": [{"message": {"role": "assistant", "content": f"re {writer} {index}"}}]
+            },
+            key=key,
+            sample_key=sample_key(key, None, writer, 0, 0),
+            task_id=writer,
+            trial=0,
+            occurrence=0,
+            seed=None,
+            role="agent",
+            call_index=index,
+            usage=Usage(prompt_tokens=1, completion_tokens=1, total_tokens=2),
+            cost_usd=None,
+            price_source=None,
+            latency_s=0.0,
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_processes_append_concurrently(tmp_path: Path) -> None:
+    directory = tmp_path / "c"
+    Cassette.open(directory)
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=write_calls, args=(str(directory), f"p{n}", RECORDS)) for n in range(PROCESSES)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=90)
+    assert [worker.exitcode for worker in workers] == [0] * PROCESSES
+
+    cassette = Cassette.open(directory, create=False)
+    assert len(cassette) == PROCESSES * RECORDS
+    assert cassette.problems == []
+    assert verify(cassette) == []
+    for n in range(PROCESSES):
+        assert sorted(e.call_index for e in cassette.entries() if e.task_id == f"p{n}") == list(
+            range(RECORDS)
+        )
+
+
+def test_threads_append_concurrently_through_one_and_several_objects(tmp_path: Path) -> None:
+    directory = tmp_path / "c"
+    shared = Cassette.open(directory)
+    other = Cassette.open(directory)
+    threads = [
+        threading.Thread(target=write_calls, args=(str(directory), f"t{n}", 50, shared if n % 2 else other))
+        for n in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    cassette = Cassette.open(directory, create=False)
+    assert len(cassette) == 400
+    assert verify(cassette) == []
+    assert len(shared) == 200 and len(other) == 200  # each object indexes what it wrote

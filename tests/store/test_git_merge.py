@@ -1,0 +1,95 @@
+"""Two branches record into one committed cassette; git's union merge combines them cleanly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tauproxy.data_model.call import Usage
+from tauproxy.proxy.key import request_key, sample_key
+from tauproxy.store.cassette import Cassette
+from tauproxy.store.maintenance import compact, verify
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SYSTEM = {"role": "system", "content": "shared system prompt"}
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"git {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def record_calls(directory: Path, task_id: str, count: int, answer: str = "same answer") -> set[str]:
+    cassette = Cassette.open(directory)
+    keys = set()
+    for index in range(count):
+        request = {"model": "m", "messages": [SYSTEM, {"role": "user", "content": f"{task_id} q{index}"}]}
+        key = request_key(request)
+        entry = cassette.record(
+            wire_request=request,
+            response_body={"choices": [{"message": {"role": "assistant", "content": answer}}]},
+            key=key,
+            sample_key=sample_key(key, None, task_id, 0, 0),
+            task_id=task_id,
+            trial=0,
+            occurrence=0,
+            seed=None,
+            role="agent",
+            call_index=index,
+            usage=Usage(),
+            cost_usd=None,
+            price_source=None,
+            latency_s=0.0,
+        )
+        keys.add(entry.sample_key)
+    return keys
+
+
+def test_union_merge_of_two_branches(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    cassette_dir = repo / "cassettes" / "demo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    shutil.copy(REPO_ROOT / ".gitattributes", repo / ".gitattributes")
+    (repo / ".gitignore").write_text("*.lock\n")
+    base = record_calls(cassette_dir, "base", 1, answer="base answer")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "base cassette")
+    assert "merge: union" in git(repo, "check-attr", "merge", "cassettes/demo/calls.jsonl")
+
+    git(repo, "checkout", "-q", "-b", "a")
+    calls_x = record_calls(cassette_dir, "x", 3)
+    git(repo, "commit", "-q", "-am", "record X")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "-b", "b")
+    calls_y = record_calls(cassette_dir, "y", 4)
+    git(repo, "commit", "-q", "-am", "record Y")
+
+    git(repo, "merge", "-q", "--no-edit", "a")
+
+    text = (cassette_dir / "calls.jsonl").read_text()
+    assert "<<<<<<<" not in text
+    assert text.count('"same answer"') == 2  # both branches stored the same reply message
+    merged = Cassette.open(cassette_dir, create=False)
+    assert {entry.sample_key for entry in merged.entries()} == base | calls_x | calls_y
+    assert verify(merged) == []
+    # Both branches wrote the reply "same answer": the duplicate line is harmless and compact drops it.
+    compact(cassette_dir)
+    assert (cassette_dir / "calls.jsonl").read_text().count('"same answer"') == 1
+    assert verify(merged) == [] and len(Cassette.open(cassette_dir, create=False)) == 8
