@@ -150,7 +150,8 @@ class State:
             if not isinstance(records, dict):
                 raise DomainError(f"initialization data for table {name!r} must map ids to records")
             for rid, record in records.items():
-                self._put(name, str(rid), record)
+                # A private copy: tools edit records in place, and the task's data must stay as written.
+                self._put(name, str(rid), json.loads(_dumps(record)))
 
     def table_names(self) -> list[str]:
         names = list(self._base.table_names)

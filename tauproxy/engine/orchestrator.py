@@ -38,14 +38,19 @@ class Trajectory:
 
 
 def agent_view(messages: list[Message]) -> list[Message]:
-    """What the agent sees: its own messages and tool results, and the user's words (not their device)."""
+    """What the agent sees: its own messages and tool results, and the user's words (not their device).
+
+    Tool results are matched to the agent's own calls by id, so in solo runs the agent also sees what
+    the user-side tools it called returned.
+    """
+    own_calls = {c.id for m in messages if m.role == "assistant" for c in m.tool_calls or []}
     view = []
     for message in messages:
         if message.role == "assistant":
             view.append(Message(role="assistant", content=message.content, tool_calls=message.tool_calls))
         elif message.role == "user" and message.has_text() and not message.tool_calls:
             view.append(Message(role="user", content=message.content))
-        elif message.role == "tool" and message.requestor != "user":
+        elif message.role == "tool" and (message.requestor != "user" or message.tool_call_id in own_calls):
             view.append(Message(role="tool", content=message.content, tool_call_id=message.tool_call_id))
     return view
 

@@ -119,7 +119,9 @@ def oracle(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: i
         return _text("I cannot find your request.")
     own_tools = {tool.name for tool in request.tools or []}
     plan = _oracle_plan(task, spec, seed, own_tools)
-    done = max(0, sum(1 for m in messages if m.role == "assistant") - 1)  # minus the fixed greeting
+    own = sum(1 for m in messages if m.role == "assistant")
+    opened_by_agent = next((m.role for m in messages if m.role != "system"), None) == "assistant"
+    done = max(0, own - 1) if opened_by_agent else own  # the fixed greeting is not one of our steps
     step = plan[min(done, len(plan) - 1)]
     # In solo runs the agent holds the user's tools too, so it performs user actions itself.
     if isinstance(step, Action) and (step.requestor == "assistant" or step.name in own_tools):

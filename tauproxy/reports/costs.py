@@ -30,7 +30,9 @@ class _Tally:
 
     def dump(self) -> dict[str, Any]:
         return {
-            "usd": None if self.unknown and self.unknown == self.calls else round(self.usd, 10),
+            # A total with any unpriced call in it is unknown; the priced part stays visible apart.
+            "usd": None if self.unknown else round(self.usd, 10),
+            "known_usd": round(self.usd, 10),
             "unknown_price_calls": self.unknown,
             "calls": self.calls,
             "prompt_tokens": self.prompt_tokens,

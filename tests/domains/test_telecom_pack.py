@@ -114,8 +114,8 @@ def test_task_composition(pack: DomainPack, seed5_file: Path, which: str) -> Non
         assert 1 <= len(description["faults"]) <= 3 and description["user_faults"]
         both_sides += bool(description["agent_faults"])
         seen.update(description["faults"])
-        user_writes = [a for a in task.golden_actions() if a.requestor == "user" and pack.functions[a.name].is_write]
-        assert user_writes, task.id
+        user_side = [a for a in task.golden_actions() if a.requestor == "user"]
+        assert any(pack.functions[a.name].is_write for a in user_side), task.id
     assert both_sides > len(tasks) / 2
     assert seen == set(taskgen.ATOM_ORDER)
 
@@ -124,7 +124,9 @@ def test_task_composition(pack: DomainPack, seed5_file: Path, which: str) -> Non
 
 
 @pytest.mark.parametrize("which", ["shipped", "seed5"])
-def test_golden_actions_solve_every_task_within_policy(pack: DomainPack, seed5_file: Path, which: str) -> None:
+def test_golden_actions_solve_every_task_in_policy(
+    pack: DomainPack, seed5_file: Path, which: str
+) -> None:
     for task in _tasks(pack, which, seed5_file):
         before = task.model_dump_json()
         env = Environment(pack, task)
@@ -145,8 +147,8 @@ def test_communicate_figures_are_in_golden_tool_outputs(pack: DomainPack) -> Non
         env = Environment(pack, task)
         outputs = []
         for action in task.golden_actions():
-            message = env.execute(ToolCall(id="c", name=action.name, arguments=action.arguments), action.requestor)
-            outputs.append(message.content or "")
+            call = ToolCall(id="c", name=action.name, arguments=action.arguments, requestor=action.requestor)
+            outputs.append(env.execute(call, action.requestor).content or "")
         for info in task.evaluation_criteria.communicate_info or []:  # type: ignore[union-attr]
             assert any(info in text for text in outputs), f"{task.id}: {info} is never shown to the agent"
 
@@ -233,8 +235,11 @@ def test_line_suspension_kills_service(pack: DomainPack) -> None:
     assert tools.service_working(env.state)
 
 
-@pytest.mark.parametrize(("line_roaming", "phone_roaming"), [(False, False), (True, False), (False, True), (True, True)])
-def test_data_abroad_needs_roaming_on_both_sides(pack: DomainPack, line_roaming: bool, phone_roaming: bool) -> None:
+@pytest.mark.parametrize("line_roaming", [False, True])
+@pytest.mark.parametrize("phone_roaming", [False, True])
+def test_data_abroad_needs_roaming_on_both_sides(
+    pack: DomainPack, line_roaming: bool, phone_roaming: bool
+) -> None:
     env = _device_env(pack, data_roaming=phone_roaming)
     line = copy.deepcopy(env.state.lines["L10001"])
     line.update(plan_id="plan_smart15", roaming_enabled=line_roaming, data_used_gb=1.0, topups=[])
@@ -257,30 +262,35 @@ def test_apn_reset_takes_effect_after_reboot(pack: DomainPack) -> None:
 # ------------------------------------------------------------------------------------------- the policy
 
 
+def _why(env: Environment, name: str, **arguments: Any) -> str:
+    return tools.policy_check(env.state, name, arguments) or ""
+
+
 def test_policy_check_flags_the_written_rules(pack: DomainPack) -> None:
     task = next(t for t in pack.tasks if "line_suspended_unpaid" in t.description["faults"])  # type: ignore[index]
     env = Environment(pack, task)
     line_id = task.golden_actions()[2].arguments["line_id"]
     payment = next(a for a in task.golden_actions() if a.name == "make_payment")
-    assert "overdue" in (tools.policy_check(env.state, "resume_line", {"line_id": line_id}) or "")
-    assert tools.policy_check(env.state, "add_data_topup", {"line_id": line_id, "gb": 1})
-    assert tools.policy_check(env.state, "change_plan", {"line_id": line_id, "plan_id": "plan_max100"})
+    assert "overdue" in _why(env, "resume_line", line_id=line_id)
+    assert _why(env, "add_data_topup", line_id=line_id, gb=1)
+    assert _why(env, "change_plan", line_id=line_id, plan_id="plan_max100")
     _call(env, "make_payment", payment.arguments, "assistant")
-    assert tools.policy_check(env.state, "resume_line", {"line_id": line_id}) is None
-    assert "suspended" in (tools.policy_check(env.state, "add_data_topup", {"line_id": line_id, "gb": 1}) or "")
+    assert _why(env, "resume_line", line_id=line_id) == ""
+    assert "suspended" in _why(env, "add_data_topup", line_id=line_id, gb=1)
     _call(env, "resume_line", {"line_id": line_id}, "assistant")
-    while tools.policy_check(env.state, "add_data_topup", {"line_id": line_id, "gb": 1}) is None:
+    while not _why(env, "add_data_topup", line_id=line_id, gb=1):
         _call(env, "add_data_topup", {"line_id": line_id, "gb": 1}, "assistant")
     assert len(env.state.lines[line_id]["topups"]) == 2
-    assert "at most 2" in (tools.policy_check(env.state, "add_data_topup", {"line_id": line_id, "gb": 3}) or "")
+    assert "at most 2" in _why(env, "add_data_topup", line_id=line_id, gb=3)
 
 
 def test_roaming_needs_a_plan_that_includes_it(pack: DomainPack) -> None:
     env = Environment(pack)
-    basic = next(lid for lid in sorted(env.state.lines.ids()) if env.state.lines[lid]["plan_id"] == "plan_basic5")
-    assert "plan" in (tools.policy_check(env.state, "enable_roaming", {"line_id": basic}) or "")
+    lines = env.state.lines
+    basic = next(lid for lid in sorted(lines.ids()) if lines[lid]["plan_id"] == "plan_basic5")
+    assert "plan" in _why(env, "enable_roaming", line_id=basic)
     _call(env, "change_plan", {"line_id": basic, "plan_id": "plan_smart15"}, "assistant")
-    assert tools.policy_check(env.state, "enable_roaming", {"line_id": basic}) is None
+    assert _why(env, "enable_roaming", line_id=basic) == ""
 
 
 def test_tools_reject_impossible_input(pack: DomainPack) -> None:
