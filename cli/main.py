@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from tauproxy_cli import cassette, domains, estimate, report, run, tasks
+from tauproxy_cli import cassette, demo, domains, estimate, report, run, shipped, tasks
 
 app = typer.Typer(
     name="tauproxy",
@@ -18,7 +18,10 @@ app = typer.Typer(
 app.command("run")(run.run_command)
 app.command("report")(report.report_command)
 app.command("estimate")(estimate.estimate_command)
+app.command("demo")(demo.demo_command)
 app.add_typer(domains.app, name="domains")
+cassette.app.command("replay-check")(shipped.replay_check_command)
+cassette.app.command("rerecord")(shipped.rerecord_command)
 app.add_typer(cassette.app, name="cassette")
 app.add_typer(tasks.app, name="tasks")
 

@@ -31,6 +31,12 @@ class ModelPrice(BaseModel):
     cache_read_input_token_cost: float | None = None
 
 
+class PriceAlias(BaseModel):
+    """`{"same_as": "gpt-4.1"}` in a prices file: price this model like that one from the price map."""
+
+    same_as: str
+
+
 @dataclass(frozen=True)
 class Cost:
     usd: float | None
@@ -40,7 +46,9 @@ class Cost:
 class Pricing:
     """Prices calls. Thread-safe; the litellm map is read on the first priced call only."""
 
-    def __init__(self, overrides: dict[str, ModelPrice] | None = None, override_source: str | None = None) -> None:
+    def __init__(
+        self, overrides: dict[str, ModelPrice | PriceAlias] | None = None, override_source: str | None = None
+    ) -> None:
         self._overrides = overrides or {}
         self._override_source = override_source
         self._map: dict[str, Any] | None = None
@@ -61,8 +69,15 @@ class Pricing:
 
     def price_of(self, model: str) -> tuple[ModelPrice | None, str]:
         for name in _candidates(model):
-            if name in self._overrides:
-                return self._overrides[name], self._override_source or "prices file"
+            override = self._overrides.get(name)
+            if isinstance(override, ModelPrice):
+                return override, self._override_source or "prices file"
+            if isinstance(override, PriceAlias):
+                price, source = self._map_price(override.same_as)
+                return price, f"{self._override_source}: as {override.same_as} from {source}"
+        return self._map_price(model)
+
+    def _map_price(self, model: str) -> tuple[ModelPrice | None, str]:
         table = self._litellm_map()
         for name in _candidates(model):
             entry = table.get(name)
@@ -74,7 +89,9 @@ class Pricing:
         return None, "unknown"
 
     def cost(self, model: str, usage: Usage) -> Cost:
-        if model.startswith(FREE_PREFIXES):
+        # Free by declaration, unless a prices file names the model explicitly (e.g. to show a demo's
+        # scripted calls at a real model's rates).
+        if model.startswith(FREE_PREFIXES) and not any(n in self._overrides for n in _candidates(model)):
             return Cost(0.0, "free by declaration")
         price, source = self.price_of(model)
         if price is None:
@@ -102,10 +119,13 @@ def usage_cost(price: ModelPrice, usage: Usage) -> float:
 
 
 def _candidates(model: str) -> list[str]:
-    """`openai/gpt-4.1` is priced as itself, then as `gpt-4.1`."""
+    """`openai/gpt-4.1` is priced as itself, then as `gpt-4.1`; `scripted/oracle?x=1` also as `scripted/oracle`."""
     names = [model]
-    if "/" in model:
-        names.append(model.split("/", 1)[1])
+    base = model.split("?", 1)[0]
+    if base != model:
+        names.append(base)
+    if "/" in base:
+        names.append(base.split("/", 1)[1])
     return names
 
 
@@ -126,7 +146,7 @@ def read_litellm_price_map() -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def load_price_file(path: Path) -> tuple[dict[str, ModelPrice], str]:
+def load_price_file(path: Path) -> tuple[dict[str, ModelPrice | PriceAlias], str]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -142,10 +162,11 @@ def load_price_file(path: Path) -> tuple[dict[str, ModelPrice], str]:
         raise ConfigError(f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: {exc}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected an object mapping model names to prices")
-    prices = {}
+    prices: dict[str, ModelPrice | PriceAlias] = {}
     for model, entry in raw.items():
         try:
-            prices[str(model)] = ModelPrice.model_validate(entry)
+            is_alias = isinstance(entry, dict) and "same_as" in entry
+            prices[str(model)] = PriceAlias.model_validate(entry) if is_alias else ModelPrice.model_validate(entry)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "price"

@@ -1,0 +1,109 @@
+"""`tauproxy demo`: the product in under a minute, offline, with no key and no extra.
+
+1. Replay a shipped baseline cassette strictly: pass^k and cost (live $0, the recorded amount saved).
+2. Change the agent's system prompt and run in auto mode against a copy of the cassette: only the
+   changed calls go live.
+3. Write the HTML report.
+Each step prints the plain `tauproxy` command it runs, so the user learns the real CLI.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+BASELINE_FLAGS: dict[str, Any] = {
+    "domain": "airline",
+    "agent_llm": "scripted/oracle?error_rate=0.2",
+    "user_llm": "scripted/user",
+    "num_tasks": 10,
+    "num_trials": 4,
+    "seed": 300,
+}
+CHANGED_PROMPT = "You are the airline's new support persona, Skye. Greet nobody twice; keep answers short."
+
+
+def find_cassettes_dir() -> Path:
+    from tauproxy.domain.pack import builtin_domains_dir
+    from tauproxy.errors import ConfigError
+
+    for candidate in (Path.cwd() / "cassettes", builtin_domains_dir().parent / "cassettes"):
+        if (candidate / "baseline-airline" / "calls.jsonl").exists():
+            return candidate
+    raise ConfigError("shipped cassettes not found: run the demo from a tauproxy checkout (pip install -e .)")
+
+
+def command_line(flags: dict[str, Any]) -> str:
+    parts = ["tauproxy", "run"]
+    for name, value in flags.items():
+        if value is None or value is False:
+            continue
+        parts.append("--" + name.replace("_", "-"))
+        if value is not True:
+            parts.append(str(value))
+    return shlex.join(parts)
+
+
+def _run(flags: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    from tauproxy.reports.summary import summarize
+    from tauproxy.runner.run import execute
+    from tauproxy_cli.run_setup import RunFlags, build_run_config
+
+    results = execute(build_run_config(RunFlags(**flags))).results
+    return summarize(results), results
+
+
+def demo_command(
+    out: Annotated[Path, typer.Option(help="Where the demo writes its runs and report.")] = Path("tauproxy-demo"),
+) -> None:
+    """Replay a baseline, change the agent, see only the changed calls go live, get an HTML report."""
+    from tauproxy_cli.output import out_console as console
+    from tauproxy_cli.report_view import money
+
+    cassettes = find_cassettes_dir()
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    prices = cassettes / "demo-prices.json"
+    baseline = {**BASELINE_FLAGS, "cassette": cassettes / "baseline-airline", "record_mode": "replay",
+                "prices": prices, "save_to": out / "baseline"}
+    console.rule("[bold]1/3  Replay the recorded baseline: strict, offline, free")
+    console.print(f"$ {command_line(baseline)}", style="dim", soft_wrap=True)
+    summary, _ = _run(baseline)
+    passes = "  ".join(f"pass^{k} {v:.3f}" for k, v in summary["pass_hat_k"].items())
+    cost = summary["cost"]
+    console.print(f"{passes}   ({summary['num_tasks']} tasks x {summary['num_trials']} trials)")
+    console.print(f"calls: {summary['calls']['live']} live, {summary['calls']['replayed']} replayed;  "
+                  f"live spend [bold]{money(cost['live_usd'])}[/], saved {money(cost['replayed_usd'])} "
+                  f"(scripted calls priced as gpt-4.1 by {prices.name})")
+
+    console.rule("[bold]2/3  Change the agent's prompt: only the changed calls go live")
+    working = out / "cassette"
+    shutil.copytree(cassettes / "baseline-airline", working, ignore=shutil.ignore_patterns("*.lock"))
+    agent_config = out / "agent-v2.toml"
+    agent_config.write_text(f'model = "{BASELINE_FLAGS["agent_llm"]}"\nsystem_prompt = "{CHANGED_PROMPT}"\n')
+    changed = {**BASELINE_FLAGS, "agent_llm": None, "agent_config": agent_config, "cassette": working,
+               "record_mode": "auto", "prices": prices, "save_to": out / "changed"}
+    console.print(f"$ {command_line(changed)}", style="dim", soft_wrap=True)
+    summary, results = _run(changed)
+    for role, row in summary["cost"]["by_role"].items():
+        console.print(f"  {role:<6} {row['live']['calls']:>4} live  {row['replayed']['calls']:>4} replayed   "
+                      f"spent {money(row['live_usd'])}  saved {money(row['replayed_usd'])}")
+    console.print("The agent's system prompt is in every agent request, so every agent call is new; the user "
+                  "simulator saw the same words, so its calls replayed.")
+
+    console.rule("[bold]3/3  HTML report")
+    html = out / "report.html"
+    console.print(f"$ tauproxy report {out / 'changed'} --html {html}", style="dim")
+    _write_html(results, html)
+    console.print(f"wrote [bold]{html.resolve()}[/]")
+
+
+def _write_html(results: Any, path: Path) -> None:
+    from tauproxy.reports.html import render_html
+    from tauproxy.reports.summary import summarize
+
+    path.write_text(render_html(summarize(results), results), encoding="utf-8")
