@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from tauproxy_cli import cassette, demo, domains, estimate, report, run, shipped, tasks
+from tauproxy_cli import bisection, cassette, check, demo, diff, domains, estimate, report, run, shipped, tasks
 
 app = typer.Typer(
     name="tauproxy",
@@ -19,6 +19,9 @@ app.command("run")(run.run_command)
 app.command("report")(report.report_command)
 app.command("estimate")(estimate.estimate_command)
 app.command("demo")(demo.demo_command)
+app.command("diff")(diff.diff_command)
+app.command("check")(check.check_command)
+app.command("bisect")(bisection.bisect_command)
 app.add_typer(domains.app, name="domains")
 cassette.app.command("replay-check")(shipped.replay_check_command)
 cassette.app.command("rerecord")(shipped.rerecord_command)

@@ -1,0 +1,29 @@
+"""`tauproxy diff A B`: which trials flipped between two runs, where they diverged, and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def diff_command(
+    a: Annotated[Path, typer.Argument(help="The earlier run (directory or results.json).")],
+    b: Annotated[Path, typer.Argument(help="The later run (directory or results.json).")],
+    cassette: Annotated[list[Path] | None, typer.Option(
+        "--cassette", help="Cassette holding the runs' calls, for exact request diffs (repeatable).")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the diff as JSON.")] = False,
+) -> None:
+    """Per-task pass counts in A vs B, and for each flipped trial its first divergence and cause."""
+    from tauproxy_cli.output import print_json
+
+    from tauproxy.reports.run_diff import diff_runs, render_diff
+    from tauproxy.runner.results_dir import load_results
+
+    diff = diff_runs(load_results(a), load_results(b), cassette or [])
+    if json_output:
+        print_json(diff.model_dump(mode="json"))
+    else:
+        # Plain print, not rich: diffs are full of brackets that rich would read as markup.
+        print(render_diff(diff))
