@@ -6,7 +6,20 @@ import sys
 
 import typer
 
-from tauproxy_cli import bisection, cassette, check, demo, diff, domains, estimate, report, run, shipped, tasks
+from tauproxy_cli import (
+    bisection,
+    cassette,
+    check,
+    demo,
+    diff,
+    domains,
+    estimate,
+    report,
+    run,
+    serve,
+    shipped,
+    tasks,
+)
 
 app = typer.Typer(
     name="tauproxy",
@@ -22,6 +35,7 @@ app.command("demo")(demo.demo_command)
 app.command("diff")(diff.diff_command)
 app.command("check")(check.check_command)
 app.command("bisect")(bisection.bisect_command)
+app.command("serve")(serve.serve_command)
 app.add_typer(domains.app, name="domains")
 cassette.app.command("replay-check")(shipped.replay_check_command)
 cassette.app.command("rerecord")(shipped.rerecord_command)

@@ -1,0 +1,64 @@
+"""`tauproxy serve`: an OpenAI-compatible record/replay endpoint for any harness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def serve_command(
+    cassette: Annotated[
+        Path | None, typer.Option(help="Cassette directory (required unless --record-mode off).")
+    ] = None,
+    record_mode: Annotated[str, typer.Option(help="auto | replay | record | off | once (vcrpy names too).")] = "auto",
+    host: Annotated[str, typer.Option(help="Address to bind; loopback unless you mean to share it.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind; 0 picks a free one (the ready line names it).")] = 8765,
+    upstream_map: Annotated[
+        Path | None,
+        typer.Option(help="YAML/JSON: {name: {model, api_base, api_key_env, timeout, num_retries}}."),
+    ] = None,
+    auth_token: Annotated[
+        str | None,
+        typer.Option(envvar="TAUPROXY_SERVE_TOKEN", help="Require 'Authorization: Bearer TOKEN' from clients."),
+    ] = None,
+    max_body_bytes: Annotated[int, typer.Option(help="Larger request bodies get 413.")] = 8 * 1024 * 1024,
+    run_log: Annotated[Path | None, typer.Option(help="Append one JSON line per call to this file.")] = None,
+    prices: Annotated[Path | None, typer.Option(help="Prices file overriding litellm's price map.")] = None,
+) -> None:
+    """Serve /v1/chat/completions from a cassette; misses go live and are recorded (mode permitting)."""
+    from tauproxy_cli.output import warn
+
+    from tauproxy.runner.config import RecordMode, parse_record_mode
+    from tauproxy.serve.config import ServeConfig, load_upstream_map
+    from tauproxy.serve.server import serve
+    from tauproxy.store.cassette import Cassette
+
+    mode = parse_record_mode(record_mode)
+    if mode == RecordMode.ONCE and cassette is not None:
+        # Decided once at start: a server that flipped to replay mid-run would surprise its clients.
+        mode = RecordMode.RECORD if Cassette.open(cassette).is_empty() else RecordMode.REPLAY
+    config = ServeConfig(
+        cassette=cassette if mode != RecordMode.OFF else None,
+        mode=mode,
+        host=host,
+        port=port,
+        upstream=load_upstream_map(upstream_map),
+        auth_token=auth_token,
+        max_body_bytes=max_body_bytes,
+        run_log=run_log,
+        prices=prices,
+    )
+    if config.goes_live:
+        for name in config.upstream.missing_key_envs():
+            warn(f"upstream key variable {name} is not set; calls routed through it will fail")
+    if host not in LOOPBACK and auth_token is None:
+        warn(f"serving on {host} without --auth-token: anyone who can reach it can spend your keys")
+    serve(config)
+
+
+if __name__ == "__main__":  # `python -m tauproxy_cli.serve`, usable before the command is wired in main
+    typer.run(serve_command)

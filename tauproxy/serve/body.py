@@ -1,0 +1,56 @@
+"""Reading and checking a request body: size cap first (413), then JSON and shape (400)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from tauproxy.serve.errors import HttpError
+
+
+async def read_capped(declared_length: str | None, chunks: AsyncIterator[bytes], max_bytes: int) -> bytes:
+    """The whole body, refusing with 413 as soon as it is known to exceed `max_bytes`."""
+    if declared_length is not None:
+        try:
+            declared = int(declared_length)
+        except ValueError:
+            raise HttpError(400, "Content-Length is not a number") from None
+        if declared > max_bytes:  # refuse before reading a byte of it
+            raise HttpError(413, f"request body of {declared} bytes exceeds the limit of {max_bytes}")
+    data = bytearray()
+    async for chunk in chunks:  # a chunked body has no declared length: count as it comes
+        data += chunk
+        if len(data) > max_bytes:
+            raise HttpError(413, f"request body exceeds the limit of {max_bytes} bytes")
+    return bytes(data)
+
+
+def parse_chat_request(raw: bytes) -> dict[str, Any]:
+    """A chat-completions request body, or HttpError 400 saying what is wrong with it."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HttpError(400, f"request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise HttpError(400, "request body must be a JSON object")
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise HttpError(400, "'model' must be a non-empty string")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise HttpError(400, "'messages' must be a non-empty array of message objects")
+    tools = body.get("tools")
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+        raise HttpError(400, "'tools' must be an array of tool objects")
+    n = body.get("n")
+    if n is not None and n != 1:
+        # A cassette sample is one choice; several would need several samples per request.
+        raise HttpError(400, "'n' other than 1 is not supported by tauproxy serve")
+    if body.get("stream") not in (None, True, False):
+        raise HttpError(400, "'stream' must be a boolean")
+    return body
+
+
+def wants_usage_chunk(body: dict[str, Any]) -> bool:
+    options = body.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True

@@ -1,0 +1,134 @@
+"""What `tauproxy serve` is told: its settings and the upstream map that routes model names.
+
+The upstream map is a YAML or JSON object from the model name a client asks for to where the call
+really goes:
+
+    gpt-stub:
+      model: openai/stub            # the litellm model string; "{model}" is replaced by the asked name
+      api_base: http://127.0.0.1:9000/v1
+      api_key_env: STUB_API_KEY     # the NAME of an environment variable, never the key itself
+    "*":                            # optional: every name not listed
+      model: openai/{model}
+
+Keys come only from the environment: a map that holds `api_key` (or any other secret-looking
+field) is refused, so a key can never be committed next to a cassette.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from tauproxy.errors import ConfigError
+from tauproxy.runner.config import RecordMode
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+WILDCARD = "*"
+MODEL_PLACEHOLDER = "{model}"
+
+
+class UpstreamRoute(BaseModel):
+    """Where one model name goes. Unset fields fall back to litellm's own defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = None
+    api_base: str | None = None
+    api_key_env: str | None = None
+    api_version: str | None = None
+    timeout: float | None = None
+    # The client owns the retry policy (it sees our status codes); retrying here too would multiply
+    # its retries and hide rate limits from it.
+    num_retries: int = 0
+
+    def litellm_model(self, asked: str) -> str:
+        if self.model is None:
+            return asked
+        return self.model.replace(MODEL_PLACEHOLDER, asked)
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+@dataclass(frozen=True)
+class UpstreamMap:
+    routes: dict[str, UpstreamRoute]
+
+    def route(self, model: str) -> UpstreamRoute:
+        return self.routes.get(model) or self.routes.get(WILDCARD) or UpstreamRoute()
+
+    def names(self) -> list[str]:
+        return sorted(name for name in self.routes if name != WILDCARD)
+
+    def missing_key_envs(self) -> list[str]:
+        return sorted({r.api_key_env for r in self.routes.values() if r.api_key_env and not r.api_key()})
+
+
+def load_upstream_map(path: Path | None) -> UpstreamMap:
+    if path is None:
+        return UpstreamMap({})
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read upstream map: {exc.strerror}") from None
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            raw = yaml.safe_load(text)
+        else:
+            raw = json.loads(text)
+    except Exception as exc:
+        raise ConfigError(
+            f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: {exc}"
+        ) from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected an object mapping model names to routes")
+    routes: dict[str, UpstreamRoute] = {}
+    for name, entry in raw.items():
+        if isinstance(entry, dict) and "api_key" in entry:
+            raise ConfigError(
+                f"{path}: model {name!r} holds an api_key; name an environment variable with api_key_env instead"
+            )
+        try:
+            routes[str(name)] = UpstreamRoute.model_validate(entry)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "route"
+            raise ConfigError(f"{path}: model {name!r}, field {field}: {first['msg']}") from None
+    return UpstreamMap(routes)
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Every setting of one server. `mode` is already resolved (never ONCE)."""
+
+    cassette: Path | None
+    mode: RecordMode
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    upstream: UpstreamMap = field(default_factory=lambda: UpstreamMap({}))
+    auth_token: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    run_log: Path | None = None
+    prices: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode == RecordMode.ONCE:
+            raise ConfigError("resolve record mode 'once' before building a ServeConfig")
+        if self.cassette is None and self.mode != RecordMode.OFF:
+            raise ConfigError(f"--cassette is required with --record-mode {self.mode.value}")
+        if self.max_body_bytes <= 0:
+            raise ConfigError("--max-body-bytes must be positive")
+        if self.auth_token is not None and not self.auth_token.strip():
+            raise ConfigError("--auth-token must not be empty")
+
+    @property
+    def goes_live(self) -> bool:
+        return self.mode != RecordMode.REPLAY
