@@ -19,6 +19,7 @@ from tauproxy_cli import (
     serve,
     shipped,
     tasks,
+    view,
 )
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ app = typer.Typer(
 )
 app.command("run")(run.run_command)
 app.command("report")(report.report_command)
+app.command("view")(view.view_command)
 app.command("estimate")(estimate.estimate_command)
 app.command("demo")(demo.demo_command)
 app.command("diff")(diff.diff_command)

@@ -1,12 +1,20 @@
-"""Renders a report summary as rich tables."""
+"""Renders a report summary (the dict of tauproxy.reports.summary) as rich tables."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
-
+from rich.text import Text
 from tauproxy_cli.output import out_console
+
+# Grid cell marks: the outcome, then where the trial's model calls came from.
+SOURCE_MARKS = {"live": "", "replayed": "r", "mixed": "m", "unknown": "?"}
+GRID_LEGEND = (
+    "✓ pass  ✗ fail  r replayed  m mixed live/replayed  ? source unknown  ! excluded (infrastructure error)"
+)
 
 
 def money(value: float | None, unknown_calls: int = 0) -> str:
@@ -18,28 +26,119 @@ def money(value: float | None, unknown_calls: int = 0) -> str:
 
 def print_summary(summary: dict[str, Any], saved_to: str | None) -> None:
     console = out_console
+    _print_header(console, summary)
+    _print_scores(console, summary)
+    _print_terminations(console, summary)
+    _print_breakdown(console, summary)
+    _print_costs(console, summary)
+    _print_grid(console, summary)
+    if saved_to:
+        console.print(f"results: {saved_to}/results.json")
+
+
+def model_line(model: dict[str, Any]) -> str:
+    args = model.get("llm_args") or {}
+    return f"{model['llm']} {json.dumps(args, sort_keys=True)}" if args else str(model["llm"])
+
+
+def _print_header(console: Console, summary: dict[str, Any]) -> None:
     models = summary["models"]
+    seeds = ", ".join(str(s) for s in summary.get("trial_seeds", []))
+    domain_hash = str(summary.get("domain_sha256", ""))[:12]
     console.print(
-        f"[bold]{summary['domain']}[/]  agent [cyan]{models['agent']['llm']}[/]  user [cyan]{models['user']['llm']}[/]"
-        f"  judge [cyan]{models['judge']['llm']}[/]  tauproxy {summary['tauproxy_version']}"
+        f"[bold]{summary['domain']}[/]  tauproxy {summary['tauproxy_version']}  "
+        f"domain sha256 {domain_hash}  seed {summary.get('seed')} (trials: {seeds})",
+        soft_wrap=True,
     )
+    header = Table.grid(padding=(0, 2))
+    for role in ("agent", "user", "judge"):
+        header.add_row(role, Text(model_line(models[role]), style="cyan"))
+    header.add_row("prices", str(summary["price_source"] or "unknown"))
+    if len(summary.get("sources", [])) > 1:
+        header.add_row("merged", ", ".join(summary["sources"]))
+    console.print(header)
+
+
+def _print_scores(console: Console, summary: dict[str, Any]) -> None:
+    # The interval row: percentile bootstrap over tasks (tauproxy.reports.metrics). Short title, since
+    # a rich title wider than its table wraps.
     scores = Table(title="pass^k", show_edge=False)
+    scores.add_column("")
     for k in summary["pass_hat_k"]:
         scores.add_column(f"pass^{k}", justify="right")
     scores.add_column("avg reward", justify="right")
-    scores.add_row(*[f"{v:.3f}" for v in summary["pass_hat_k"].values()], f"{summary['avg_reward']:.3f}")
+    intervals = summary.get("pass_hat_k_ci", {})
+    estimates = [f"{v:.3f}" for v in summary["pass_hat_k"].values()]
+    scores.add_row("estimate", *estimates, f"{summary['avg_reward']:.3f}")
+    scores.add_row("95% CI", *[f"{intervals[k][0]:.3f}–{intervals[k][1]:.3f}" if k in intervals else "-"
+                               for k in summary["pass_hat_k"]], "")
     console.print(scores)
-    console.print(
-        f"{summary['num_tasks']} tasks x {summary['num_trials']} trials; terminations: "
-        + ", ".join(f"{k} {v}" for k, v in summary["termination_reasons"].items())
-    )
-    cost = summary["cost"]
-    calls = summary["calls"]
-    console.print(
-        f"calls: {calls['live']} live, {calls['replayed']} replayed   "
-        f"cost: live {money(cost['live_usd'], cost['live']['unknown_price_calls'])}, "
-        f"replayed (saved) {money(cost['replayed_usd'], cost['replayed']['unknown_price_calls'])}"
-    )
-    console.print(f"prices: {summary['price_source']}")
-    if saved_to:
-        console.print(f"results: {saved_to}/results.json")
+    console.print(f"{summary['num_tasks']} tasks x {summary['num_trials']} trials; "
+                  "95% CI: percentile bootstrap over tasks")
+
+
+def _print_terminations(console: Console, summary: dict[str, Any]) -> None:
+    excluded = summary.get("excluded_reasons", {})
+    counted = {k: v for k, v in summary["termination_reasons"].items() if k not in excluded}
+    line = "terminations: " + (", ".join(f"{k} {v}" for k, v in counted.items()) or "none")
+    if excluded:
+        line += "; excluded from pass^k: " + ", ".join(f"{k} {v}" for k, v in excluded.items())
+    console.print(line)
+
+
+def _print_breakdown(console: Console, summary: dict[str, Any]) -> None:
+    breakdown = summary.get("reward_breakdown") or {}
+    if not breakdown:
+        return
+    table = Table(title="reward by basis", show_edge=False)
+    table.add_column("basis")
+    table.add_column("mean", justify="right")
+    table.add_column("runs", justify="right")
+    for basis, row in breakdown.items():
+        table.add_row(basis, f"{row['mean']:.3f}", str(row["runs"]))
+    console.print(table)
+
+
+def _print_costs(console: Console, summary: dict[str, Any]) -> None:
+    cost, calls = summary["cost"], summary["calls"]
+    table = Table(title="cost: live (spent) vs replayed (saved)", show_edge=False)
+    table.add_column("role")
+    for name in ("live", "saved", "calls live/replayed"):
+        table.add_column(name, justify="right")
+    for role, row in cost["by_role"].items():
+        table.add_row(role, money(row["live_usd"], row["live"]["unknown_price_calls"]),
+                      money(row["replayed_usd"], row["replayed"]["unknown_price_calls"]),
+                      f"{row['live']['calls']}/{row['replayed']['calls']}")
+    table.add_row("[bold]total[/]", money(cost["live_usd"], cost["live"]["unknown_price_calls"]),
+                  money(cost["replayed_usd"], cost["replayed"]["unknown_price_calls"]),
+                  f"{calls['live']}/{calls['replayed']}")
+    console.print(table)
+    unattributed = cost.get("unattributed") or {}
+    if unattributed.get("simulations"):
+        roles = ", ".join(f"{role} {money(usd)}" for role, usd in unattributed["by_role"].items())
+        console.print(
+            f"{unattributed['simulations']} trials without call records (live or replayed unknown): {roles}"
+        )
+    console.print(f"prices: {summary['price_source'] or 'unknown'}")
+
+
+def grid_cell(cell: dict[str, Any]) -> Text:
+    mark = "!" if cell["excluded"] else ("✓" if cell["success"] else "✗")
+    style = "yellow" if cell["excluded"] else ("green" if cell["success"] else "red")
+    return Text.assemble((mark, style), (SOURCE_MARKS.get(cell["source"], "?"), "dim"))
+
+
+def _print_grid(console: Console, summary: dict[str, Any]) -> None:
+    rows = summary.get("grid") or []
+    if not rows:
+        return
+    table = Table(title="trials per task", show_edge=False)
+    table.add_column("task")
+    table.add_column("pass", justify="right")
+    table.add_column("trials")
+    for row in rows:
+        cells = Text(" ").join(grid_cell(cell) for cell in row["trials"])
+        passed = sum(1 for cell in row["trials"] if cell["success"])
+        table.add_row(row["task_id"], f"{passed}/{len(row['trials'])}", cells)
+    console.print(table)
+    console.print(Text(GRID_LEGEND, style="dim"))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from math import comb
 
+import numpy as np
 from pydantic import BaseModel
 
 from tauproxy.data_model.result import SimulationRun, TerminationReason
+from tauproxy.data_model.task import RewardType
 
 SUCCESS_TOLERANCE = 1e-6
 EXCLUDED_TERMINATIONS = frozenset({TerminationReason.INFRASTRUCTURE_ERROR})
@@ -52,7 +54,8 @@ def pass_hat_ks(counts: list[TaskCount]) -> dict[int, float]:
         return {}
     max_k = min(c.trials for c in counts)
     return {
-        k: sum(pass_hat_k(c.trials, c.successes, k) for c in counts) / len(counts) for k in range(1, max_k + 1)
+        k: sum(pass_hat_k(c.trials, c.successes, k) for c in counts) / len(counts)
+        for k in range(1, max_k + 1)
     }
 
 
@@ -61,3 +64,81 @@ def average_reward(runs: list[SimulationRun]) -> float:
     if not counted:
         return float("nan")
     return sum(r.reward_info.reward if r.reward_info else 0.0 for r in counted) / len(counted)
+
+
+# Reward bases in the order reports list them (tau2's RewardType, grouped: state checks, then dialogue).
+BASIS_ORDER: tuple[RewardType, ...] = (
+    RewardType.DB,
+    RewardType.ENV_ASSERTION,
+    RewardType.ACTION,
+    RewardType.COMMUNICATE,
+    RewardType.NL_ASSERTION,
+)
+
+
+def bootstrap_pass_hat_k_ci(
+    counts: list[TaskCount], n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> dict[int, tuple[float, float]]:
+    """Percentile bootstrap interval of pass^k, resampling tasks with replacement.
+
+    Tasks are the sampling unit (trials of one task are not independent draws of the benchmark), so
+    each resample draws len(counts) tasks and averages their per-task pass^k. One index matrix
+    serves every k, which keeps the intervals of different k consistent with each other.
+    """
+    if not counts:
+        return {}
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    points = pass_hat_ks(counts)
+    # per_task[k-1, i]: pass^k of task i.
+    per_task = np.array(
+        [[pass_hat_k(c.trials, c.successes, k) for c in counts] for k in points], dtype=float
+    )
+    rng = np.random.default_rng(seed)
+    # (n_boot, tasks): row b lists the tasks drawn, with replacement, for resample b.
+    picks = rng.integers(0, len(counts), size=(n_boot, len(counts)))
+    tail = (1.0 - level) / 2.0
+    intervals: dict[int, tuple[float, float]] = {}
+    for row, (k, point) in enumerate(points.items()):  # a loop over k (a few), never over resamples
+        means = per_task[row][picks].mean(axis=1)
+        low, high = np.quantile(means, [tail, 1.0 - tail])
+        # A skewed bootstrap distribution can leave the estimate just outside the percentile
+        # interval; widening to include it keeps "estimate [lo, hi]" readable and never narrower.
+        intervals[k] = (min(float(low), point), max(float(high), point))
+    return intervals
+
+
+class BasisMean(BaseModel):
+    basis: RewardType
+    mean: float
+    runs: int
+
+
+def reward_breakdown(runs: list[SimulationRun]) -> list[BasisMean]:
+    """Mean reward of each basis over the counted runs whose breakdown has it (tau2 omits unused ones)."""
+    totals: dict[RewardType, list[float]] = {basis: [] for basis in BASIS_ORDER}
+    for run in counted_runs(runs):
+        breakdown = run.reward_info.reward_breakdown if run.reward_info else None
+        for basis, value in (breakdown or {}).items():
+            totals.setdefault(RewardType(basis), []).append(value)
+    return [
+        BasisMean(basis=basis, mean=sum(values) / len(values), runs=len(values))
+        for basis, values in totals.items()
+        if values
+    ]
+
+
+class TerminationCounts(BaseModel):
+    """Why runs ended; `excluded` holds the reasons kept out of pass^k (infrastructure errors)."""
+
+    counted: dict[str, int]
+    excluded: dict[str, int]
+
+
+def termination_counts(runs: list[SimulationRun]) -> TerminationCounts:
+    counted: Counter[str] = Counter()
+    excluded: Counter[str] = Counter()
+    for run in runs:
+        side = excluded if run.termination_reason in EXCLUDED_TERMINATIONS else counted
+        side[run.termination_reason.value] += 1
+    return TerminationCounts(counted=dict(sorted(counted.items())), excluded=dict(sorted(excluded.items())))

@@ -1,0 +1,46 @@
+"""Validate foreign data against our models, dropping only the fields our models do not have.
+
+A τ²-bench file carries fields we do not model (a task's `ticket`, newer reward details). Our task
+models forbid extra fields so that typos in a domain pack fail loudly; when reading someone else's
+file we want the opposite: keep everything that validates and say what was dropped.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+_MAX_ROUNDS = 20
+
+
+def validate_dropping_extras(model: type[M], data: Any) -> tuple[M | None, list[str]]:
+    """(the model, the dotted paths dropped), or (None, ...) when something other than extras is wrong."""
+    data = copy.deepcopy(data)
+    dropped: list[str] = []
+    for _ in range(_MAX_ROUNDS):
+        try:
+            return model.model_validate(data), dropped
+        except ValidationError as exc:
+            extras = [error["loc"] for error in exc.errors() if error["type"] == "extra_forbidden"]
+            removed = [loc for loc in extras if _delete(data, loc)]
+            if not removed:
+                return None, dropped
+            dropped.extend(".".join(str(part) for part in loc) for loc in removed)
+    return None, dropped
+
+
+def _delete(data: Any, loc: tuple[Any, ...]) -> bool:
+    node = data
+    for part in loc[:-1]:
+        in_dict = isinstance(node, dict) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_dict or in_list:
+            node = node[part]
+        # Anything else is a union member's tag in the error location, not a step into the data.
+    if isinstance(node, dict) and loc and loc[-1] in node:
+        del node[loc[-1]]
+        return True
+    return False

@@ -1,0 +1,87 @@
+"""Bootstrap intervals of pass^k, the reward breakdown and termination counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import report_json
+from report_runs import mock_run
+
+from tauproxy.data_model.message import Message
+from tauproxy.data_model.result import RewardInfo, SimulationRun, TerminationReason
+from tauproxy.data_model.task import RewardType
+from tauproxy.reports.metrics import (
+    TaskCount,
+    bootstrap_pass_hat_k_ci,
+    pass_hat_ks,
+    reward_breakdown,
+    task_counts,
+    termination_counts,
+)
+
+
+def counts(successes: list[int], trials: int) -> list[TaskCount]:
+    return [TaskCount(task_id=str(i), successes=s, trials=trials) for i, s in enumerate(successes)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_interval_contains_the_estimate_for_every_k(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    trials = int(rng.integers(1, 9))
+    sample = counts([int(x) for x in rng.integers(0, trials + 1, size=int(rng.integers(1, 40)))], trials)
+    points = pass_hat_ks(sample)
+    intervals = bootstrap_pass_hat_k_ci(sample, seed=seed)
+    assert set(intervals) == set(points)
+    for k, (lo, hi) in intervals.items():
+        assert 0.0 <= lo <= points[k] <= hi <= 1.0
+
+
+def test_bootstrap_is_seeded() -> None:
+    sample = counts([4, 3, 0, 2, 4, 1, 4, 4, 0, 3], 4)
+    assert bootstrap_pass_hat_k_ci(sample, seed=7) == bootstrap_pass_hat_k_ci(sample, seed=7)
+    assert bootstrap_pass_hat_k_ci(sample, seed=7) != bootstrap_pass_hat_k_ci(sample, seed=8)
+
+
+def test_all_tasks_alike_gives_a_zero_width_interval() -> None:
+    intervals = bootstrap_pass_hat_k_ci(counts([2, 2, 2], 2))
+    assert intervals == {1: (1.0, 1.0), 2: (1.0, 1.0)}
+    assert bootstrap_pass_hat_k_ci([]) == {}
+
+
+def test_interval_narrows_as_trials_are_added(tmp_path: Path) -> None:
+    """Same slip model, 2 vs 8 trials per task: per-task estimates steady, so pass^1's interval shrinks."""
+    widths = {}
+    for trials in (2, 8):
+        report = report_json(mock_run(tmp_path / f"t{trials}", trials=trials))
+        lo, hi = report["pass_hat_k_ci"]["1"]
+        assert lo <= report["pass_hat_k"]["1"] <= hi
+        widths[trials] = hi - lo
+    assert widths[8] < widths[2]
+
+
+def run(task_id: str, trial: int, reason: TerminationReason, reward: float | None,
+        breakdown: dict[RewardType, float] | None = None) -> SimulationRun:
+    info = None if reward is None else RewardInfo(reward=reward, reward_breakdown=breakdown)
+    return SimulationRun(id=f"{task_id}:{trial}", task_id=task_id, trial=trial, seed=trial,
+                         termination_reason=reason, messages=[Message(role="assistant", content="hi")],
+                         reward_info=info)
+
+
+def test_infrastructure_errors_are_counted_apart_and_left_out_of_pass_hat_k() -> None:
+    runs = [
+        run("a", 0, TerminationReason.USER_STOP, 1.0, {RewardType.DB: 1.0}),
+        run("a", 1, TerminationReason.INFRASTRUCTURE_ERROR, None),
+        run("b", 0, TerminationReason.MAX_STEPS, 0.0, {RewardType.DB: 0.0, RewardType.COMMUNICATE: 1.0}),
+        run("b", 1, TerminationReason.USER_STOP, 1.0, {RewardType.DB: 1.0, RewardType.COMMUNICATE: 1.0}),
+    ]
+    terminations = termination_counts(runs)
+    assert terminations.counted == {"max_steps": 1, "user_stop": 2}
+    assert terminations.excluded == {"infrastructure_error": 1}
+    assert [(c.task_id, c.successes, c.trials) for c in task_counts(runs)] == [("a", 1, 1), ("b", 1, 2)]
+
+    breakdown = {b.basis: (b.mean, b.runs) for b in reward_breakdown(runs)}
+    # Means only over the runs whose breakdown has the basis, in the canonical basis order.
+    assert breakdown == {RewardType.DB: (2 / 3, 3), RewardType.COMMUNICATE: (1.0, 2)}
+    assert [b.basis for b in reward_breakdown(runs)] == [RewardType.DB, RewardType.COMMUNICATE]
