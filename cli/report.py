@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from tauproxy.data_model.result import Results
 
 
 class ReportFormat(StrEnum):
@@ -40,6 +43,12 @@ def report_command(
 
     if json_output and output_format is ReportFormat.TAU2:
         raise ConfigError("--json and --format tau2 both choose what is printed; give one of them")
+    from tauproxy.reports.load import split_solo
+
+    dual, solo = split_solo(runs)
+    if dual is not None and solo is not None:
+        _print_coordination(dual, solo, json_output)
+        return
     results = load_runs(runs)
     summary = summarize(results)
     if html is not None:
@@ -60,3 +69,22 @@ def report_command(
         for note in summary["notes"]:
             warn(note)
         print_summary(summary, saved_to=None)
+
+
+def _print_coordination(dual: Results, solo: Results, json_output: bool) -> None:
+    """Dual-control and solo runs of the same tasks, side by side: the gap is coordination error."""
+    from tauproxy.reports.coordination import coordination_report, render_coordination
+    from tauproxy.reports.summary import summarize
+    from tauproxy_cli.output import out_console, print_json
+    from tauproxy_cli.report_view import print_summary
+
+    report = coordination_report(dual, solo)
+    if json_output:
+        print_json({"dual": summarize(dual), "solo": summarize(solo), "coordination": report})
+        return
+    out_console.rule("[bold]dual control")
+    print_summary(summarize(dual), saved_to=None)
+    out_console.rule("[bold]solo (no user simulator)")
+    print_summary(summarize(solo), saved_to=None)
+    out_console.rule("[bold]reasoning vs coordination")
+    out_console.print(render_coordination(report), markup=False)

@@ -41,3 +41,18 @@ def load_runs(paths: list[Path]) -> SourcedResults:
     if len(loaded) == 1:
         return loaded[0]
     return merge_results(loaded, sources=[str(path) for path in paths])
+
+
+def split_solo(paths: list[Path]) -> tuple[SourcedResults | None, SourcedResults | None]:
+    """Dual-control and solo inputs apart (each group merged), when both kinds are given."""
+    loaded = [(path, load_any_results(path)) for path in paths]
+    groups = {solo: [(p, r) for p, r in loaded if r.info.solo == solo] for solo in (False, True)}
+    if not groups[False] or not groups[True]:
+        return None, None
+
+    def one(group: list[tuple[Path, SourcedResults]]) -> SourcedResults:
+        if len(group) == 1:
+            return group[0][1]
+        return merge_results([r for _, r in group], sources=[str(p) for p, _ in group])
+
+    return one(groups[False]), one(groups[True])
