@@ -27,6 +27,8 @@ RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
     "agent_llm_args": _option(None, str | None, help="Agent model args as JSON.", rich_help_panel=AGENT),
     "agent_config": _option(None, Path | None, help="Agent TOML: model, llm_args, system prompt.",
                             rich_help_panel=AGENT),
+    "agent_impl": _option(None, str | None, help="Your own agent: 'module:factory' (see README).",
+                          rich_help_panel=AGENT),
     "user_llm": _option("scripted/user", str, help="User simulator model.", rich_help_panel=AGENT),
     "user_llm_args": _option(None, str | None, help="User model args as JSON.", rich_help_panel=AGENT),
     "judge_llm": _option("scripted/judge", str, help="NL-assertion judge model.", rich_help_panel=AGENT),

@@ -17,6 +17,7 @@ class RunFlags:
     agent_llm: str | None = None
     agent_llm_args: str | None = None
     agent_config: Path | None = None
+    agent_impl: str | None = None
     user_llm: str = "scripted/user"
     user_llm_args: str | None = None
     judge_llm: str = "scripted/judge"
@@ -55,6 +56,7 @@ def build_run_config(flags: RunFlags) -> RunConfig:
         domain=flags.domain,
         agent=LLMConfig(model=model, args=agent_args),
         agent_prompt=prompt,
+        agent_impl=flags.agent_impl,
         user=LLMConfig(model=flags.user_llm, args=parse_llm_args(flags.user_llm_args, "--user-llm-args")),
         judge=LLMConfig(model=flags.judge_llm, args=parse_llm_args(flags.judge_llm_args, "--judge-llm-args")),
         num_trials=flags.num_trials,

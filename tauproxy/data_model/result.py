@@ -90,6 +90,7 @@ class ModelInfo(BaseModel):
     llm: str
     llm_args: dict[str, Any] = Field(default_factory=dict)
     system_prompt_sha256: str | None = None
+    implementation: str | None = None
 
 
 class RunInfo(BaseModel):

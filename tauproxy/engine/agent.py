@@ -7,13 +7,18 @@ asks through the ModelClient, so its calls are recorded and replayed like every 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol
 
 from tauproxy.data_model.call import ModelRequest
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.tool import ToolSchema
 from tauproxy.engine.llm_config import LLMConfig
+from tauproxy.errors import ConfigError
 from tauproxy.proxy.client import ModelClient
 
 AGENT_INSTRUCTIONS = """You are a customer-service agent. You talk with one user and may call the tools \
@@ -49,6 +54,44 @@ class AgentPrompt:
 
     def sha256(self, policy: str) -> str:
         return hashlib.sha256(self.render(policy).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class AgentSetup:
+    """What an agent factory gets: the rendered system prompt (instructions + policy), the model
+    settings, the trial's ModelClient (calls through it are recorded and replayed) and the trial seed."""
+
+    system_prompt: str
+    llm: LLMConfig
+    client: ModelClient
+    seed: int | None
+
+
+def llm_agent(setup: AgentSetup) -> Agent:
+    """The default agent factory."""
+    return LLMAgent(setup.llm, setup.client, setup.system_prompt, setup.seed)
+
+
+def load_agent_factory(spec: str) -> Callable[[AgentSetup], Agent]:
+    """`package.module:callable` or `path/to/file.py:callable` -> the factory it names."""
+    module_name, _, attribute = spec.rpartition(":")
+    if not module_name or not attribute:
+        raise ConfigError(f"--agent-impl {spec!r}: expected 'module:callable' or 'file.py:callable'")
+    try:
+        if module_name.endswith(".py"):
+            location = importlib.util.spec_from_file_location(Path(module_name).stem, module_name)
+            if location is None or location.loader is None:
+                raise ImportError(f"no Python file at {module_name}")
+            module = importlib.util.module_from_spec(location)
+            location.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except (ImportError, OSError) as exc:
+        raise ConfigError(f"--agent-impl {spec!r}: cannot import {module_name}: {exc}") from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise ConfigError(f"--agent-impl {spec!r}: {module_name} has no callable {attribute!r}")
+    return factory
 
 
 class LLMAgent:

@@ -34,5 +34,6 @@ class LLMConfig(BaseModel):
                 values[target] = value
         return ConnectionSettings(**values)
 
-    def info(self, system_prompt_sha256: str | None = None) -> ModelInfo:
-        return ModelInfo(llm=self.model, llm_args=redact_llm_args(self.args), system_prompt_sha256=system_prompt_sha256)
+    def info(self, system_prompt_sha256: str | None = None, implementation: str | None = None) -> ModelInfo:
+        return ModelInfo(llm=self.model, llm_args=redact_llm_args(self.args),
+                         system_prompt_sha256=system_prompt_sha256, implementation=implementation)

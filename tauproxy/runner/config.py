@@ -111,6 +111,8 @@ class RunConfig(BaseModel):
     domain: str
     agent: LLMConfig
     agent_prompt: AgentPrompt = Field(default_factory=AgentPrompt)
+    # "module:callable" taking an AgentSetup and returning an Agent; None: the built-in LLM agent.
+    agent_impl: str | None = None
     user: LLMConfig = Field(default_factory=lambda: LLMConfig(model="scripted/user"))
     judge: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_JUDGE))
     num_trials: int = Field(1, ge=1)

@@ -11,6 +11,7 @@ from tauproxy import __version__
 from tauproxy.data_model.result import Results, RunInfo, SimulationRun
 from tauproxy.data_model.task import Task
 from tauproxy.domain.pack import DomainPack, load_pack
+from tauproxy.engine.agent import load_agent_factory
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
@@ -54,7 +55,7 @@ def run_info(pack: DomainPack, config: RunConfig, seeds: list[int], pricing: Pri
         trial_seeds=seeds,
         max_steps=config.max_steps,
         max_errors=config.max_errors,
-        agent_info=config.agent.info(config.agent_prompt.sha256(pack.policy)),
+        agent_info=config.agent.info(config.agent_prompt.sha256(pack.policy), config.agent_impl),
         user_info=config.user.info(),
         judge_info=config.judge.info(),
         solo=config.solo,
@@ -106,6 +107,8 @@ class PreparedRun:
 
 
 def prepare(config: RunConfig) -> PreparedRun:
+    if config.agent_impl:
+        load_agent_factory(config.agent_impl)  # fail before the first trial, not inside it
     pack = load_pack(config.domain, config.tasks_file)
     tasks = select_tasks(pack, config)
     seeds = trial_seeds(config.seed, config.num_trials)

@@ -9,7 +9,7 @@ from tauproxy.data_model.call import CallRecord, TrialScope
 from tauproxy.data_model.result import SimulationRun, TerminationReason
 from tauproxy.data_model.task import Task
 from tauproxy.domain.pack import DomainPack
-from tauproxy.engine.agent import LLMAgent
+from tauproxy.engine.agent import AgentSetup, llm_agent, load_agent_factory
 from tauproxy.engine.environment import Environment
 from tauproxy.engine.evaluator import evaluate
 from tauproxy.engine.judge import Judge
@@ -37,7 +37,8 @@ class TrialSpec:
 def run_trial(spec: TrialSpec, pack: DomainPack, config: RunConfig, transport: Transport, pricing: Pricing) -> SimulationRun:
     started = time.perf_counter()
     client = ModelClient(transport, pricing, TrialScope(task_id=spec.task.id, trial=spec.trial))
-    agent = LLMAgent(config.agent, client, config.agent_prompt.render(pack.policy), spec.seed)
+    factory = load_agent_factory(config.agent_impl) if config.agent_impl else llm_agent
+    agent = factory(AgentSetup(config.agent_prompt.render(pack.policy), config.agent, client, spec.seed))
     user = None
     agent_tools = list(pack.agent_tool_schemas)
     if config.solo:
