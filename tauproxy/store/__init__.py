@@ -1,19 +1,25 @@
 """The cassette store: every model call recorded once, replayed offline for free.
 
 A cassette is a directory holding one append-only file, `calls.jsonl`. Each line is a message, a
-blob (a tools list) or a call; messages and blobs are content-addressed (their hash is their name),
-so a conversation recorded call by call stores each message once.
+blob (a tools list), a chain node (one link of a request's message list) or a call; messages, blobs
+and nodes are content-addressed (their hash is their name). A call names its request's messages by
+the last node of their chain, and consecutive calls of a conversation share the nodes of their common
+prefix, so a conversation recorded call by call stores each message once, adds one node per new
+message and one call line per call: the file grows linearly with the conversation (see format.py).
 
 Cassettes are meant to be committed, and `.gitattributes` marks `cassettes/**/calls.jsonl` for git's
 `merge=union` driver: when two branches both record calls, git keeps the lines of both sides instead
 of reporting a conflict. That is safe because of the format, not by luck:
 
 - the file is append-only, so two branches only ever add lines after their common base;
-- every line is self-contained and content-addressed: a message line is identified by the hash of
-  what it holds, so the same message written by both branches is the same line, and a duplicate is
-  harmless (the reader tolerates duplicate identical message and blob lines);
+- every line is self-contained and content-addressed: a message or node line is identified by the
+  hash of what it holds, so the same message or chain written by both branches is the same line, and
+  a duplicate is harmless (the reader tolerates duplicate identical message, blob and node lines); a
+  node's hash covers its parent's, so branches that continue one conversation differently add
+  different nodes after the shared ones, never two meanings for one hash;
 - references are resolved after the whole file is read, so the order union produces does not matter;
 - when both branches recorded the same sample key, the last line wins, as for any re-recording;
 - `tauproxy cassette verify` checks the result (every line parses, every hash matches its content,
-  every reference resolves) and `tauproxy cassette compact` rewrites it without duplicates.
+  every reference resolves, every chain reaches its start without a cycle) and `tauproxy cassette
+  compact` rewrites it without duplicates or unreachable lines.
 """

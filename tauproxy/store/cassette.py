@@ -2,29 +2,38 @@
 
 Durability and locking policy:
 
-- `record` appends one call (its new message and blob lines plus the call line) with a single
-  `os.write` on a descriptor opened O_APPEND, then `os.fsync`s before returning. A call is therefore
-  on disk before its response reaches the caller: a crash never loses a call that was paid for and
-  used, and it can at worst cut the line being written, which readers report and skip.
+- `record` appends one call (its new message, blob and chain node lines, then the call line) with a
+  single `os.write` on a descriptor opened O_APPEND, then `os.fsync`s before returning. A call is
+  therefore on disk before its response reaches the caller: a crash never loses a call that was paid
+  for and used, and it can at worst cut the line being written, which readers report and skip.
 - Writers hold an exclusive `filelock.FileLock` on `calls.jsonl.lock` (processes) and a
   `threading.RLock` (threads sharing one Cassette). Readers take the file lock too, so they never
   mistake a write in progress for a cut-off line; where the lock file cannot be created (a read-only
   checkout) they read without it.
-- Dedup of messages is against what this object knows is on disk: what it loaded plus what it wrote.
-  Other processes may have written the same message since; writing it again is harmless (readers
-  tolerate identical duplicates) and cheaper than re-reading the file under the lock. If the file was
-  replaced (compact, merge, prune, a git checkout: a different inode, or a shorter file), what we
-  loaded no longer describes the disk, so `record` re-reads it under the lock before writing; a call
-  line is never written whose messages are not on disk.
+- Dedup of messages, blobs and nodes is against what this object knows is on disk: what it loaded
+  plus what it wrote. Other processes may have written the same line since; writing it again is
+  harmless (readers tolerate identical duplicates) and cheaper than re-reading the file under the
+  lock. If the file was replaced (compact, merge, prune, a git checkout: a different inode, or a
+  shorter file), what we loaded no longer describes the disk, so `record` re-reads it under the lock
+  before writing; a call line is never written whose messages and chain nodes are not on disk.
+
+Reading policy: chains are checked once at load (every node's parent and message resolve, no cycles)
+and walked only when a request is rebuilt (`request_of`, `message_hashes`), never by `lookup`.
+Messages and blobs are kept as their canonical JSON text, so `message`, `blob`, `request_of` and
+`response_of` return fresh objects parsed from it: a caller may mutate them without touching the
+store, and no `copy.deepcopy` is needed on the replay path. Entries returned by `lookup`, `entries`
+and friends are the indexed objects themselves: read them, do not mutate them.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +46,7 @@ from tauproxy.proxy.key import (
     EXCLUDED_PARAMS,
     STRUCTURAL_FIELDS,
     blob_hash,
+    canonical_json,
     canonical_message,
     canonical_request,
     message_hash,
@@ -48,14 +58,20 @@ from tauproxy.store.entry import CassetteEntry, StoredRequest, StoredResponse
 from tauproxy.store.format import (
     CALLS_FILE,
     LOCK_FILE,
+    BlobLine,
     CassetteProblem,
     MsgLine,
+    NodeLine,
     ScanResult,
-    encode_blob,
+    chain_nodes,
+    encode_blob_text,
     encode_call,
-    encode_msg,
+    encode_msg_text,
+    encode_node,
     scan_file,
 )
+
+Node = tuple[str, str | None, str]  # (hash, parent, message hash)
 
 LOCK_TIMEOUT_S = 120.0
 LOCK_POLL_S = 0.002
@@ -137,8 +153,10 @@ class Cassette:
         self.file = directory / CALLS_FILE
         self.problems: list[CassetteProblem] = []
         self._lock = threading.RLock()
-        self._messages: dict[str, dict[str, Any]] = {}
-        self._blobs: dict[str, Any] = {}
+        self._messages: dict[str, str] = {}  # hash -> canonical JSON text
+        self._blobs: dict[str, str] = {}  # hash -> canonical JSON text
+        self._nodes: dict[str, tuple[str | None, str]] = {}  # hash -> (parent, message hash)
+        self._depth: dict[str, int] = {}  # node hash -> messages in its chain, for nodes that resolve
         self._by_sample: dict[str, CassetteEntry] = {}
         self._by_key: dict[str, list[CassetteEntry]] = {}
         self._history: list[tuple[int | None, CassetteEntry]] = []
@@ -183,34 +201,50 @@ class Cassette:
         self._index(scan_file(self.file))
 
     def _index(self, scan: ScanResult) -> None:
-        messages: dict[str, dict[str, Any]] = {}
-        blobs: dict[str, Any] = {}
+        messages: dict[str, str] = {}
+        blobs: dict[str, str] = {}
+        nodes: dict[str, tuple[str | None, str]] = {}
+        node_lines: dict[str, int] = {}
         calls: list[tuple[int, CassetteEntry]] = []
         for number, line in scan.lines:
             if isinstance(line, MsgLine):
-                messages[line.hash] = line.message
-            elif isinstance(line, CassetteEntry):
-                calls.append((number, line))
+                messages[line.hash] = line.text
+            elif isinstance(line, NodeLine):
+                nodes[line.hash] = (line.parent, line.message)
+                node_lines.setdefault(line.hash, number)
+            elif isinstance(line, BlobLine):
+                blobs[line.hash] = line.text
             else:
-                blobs[line.hash] = line.value
+                calls.append((number, line))
         problems = list(scan.problems)
-        self._messages, self._blobs, self._size = messages, blobs, scan.size
+        self._messages, self._blobs, self._nodes, self._size = messages, blobs, nodes, scan.size
+        self._depth, broken, causes = _resolve_chains(nodes, messages)
+        # Each break is reported once, where it is; the nodes after it are not, the calls using it are.
+        problems += [CassetteProblem(self.file, node_lines[node], reason) for node, reason in causes.items()]
         self._by_sample, self._by_key, self._history = {}, {}, []
         for number, entry in calls:
-            missing = self._missing_refs(entry)
+            missing = self._missing_refs(entry, broken, causes)
             if missing:
                 problems.append(CassetteProblem(self.file, number, missing))
             else:
                 self._add(number, entry)
         self.problems = sorted(problems, key=lambda problem: problem.line)
 
-    def _missing_refs(self, entry: CassetteEntry) -> str | None:
-        for digest in entry.message_refs():
+    def _missing_refs(
+        self, entry: CassetteEntry, broken: dict[str, str], causes: dict[str, str]
+    ) -> str | None:
+        call = f"call {entry.sample_key[:12]}"
+        chain = entry.request.chain
+        if chain is not None and chain not in self._depth:
+            if chain not in self._nodes:
+                return f"{call} refers to message chain node {chain[:12]}, which is not stored"
+            return f"{call} refers to message chain node {chain[:12]}, which does not resolve ({causes[broken[chain]]})"
+        for digest in [*(entry.request.messages or []), entry.response.message]:
             if digest not in self._messages:
-                return f"call {entry.sample_key[:12]} refers to message {digest[:12]}, which is not stored"
+                return f"{call} refers to message {digest[:12]}, which is not stored"
         tools = entry.request.tools
         if tools is not None and tools not in self._blobs:
-            return f"call {entry.sample_key[:12]} refers to tools blob {tools[:12]}, which is not stored"
+            return f"{call} refers to tools blob {tools[:12]}, which is not stored"
         return None
 
     def _add(self, number: int | None, entry: CassetteEntry) -> None:
@@ -242,11 +276,18 @@ class Cassette:
     def messages_stored(self) -> int:
         return len(self._messages)
 
+    def nodes_stored(self) -> int:
+        return len(self._nodes)
+
     def has_message(self, digest: str) -> bool:
         return digest in self._messages
 
     def has_blob(self, digest: str) -> bool:
         return digest in self._blobs
+
+    def has_node(self, digest: str) -> bool:
+        """Whether the node is stored and its whole chain resolves."""
+        return digest in self._depth
 
     def __len__(self) -> int:
         return len(self._by_sample)
@@ -258,11 +299,42 @@ class Cassette:
     def is_empty(self) -> bool:
         return not self._by_sample
 
+    def node(self, digest: str) -> tuple[str | None, str]:
+        """(parent node, message hash) of a chain node whose chain resolves."""
+        if digest not in self._depth:
+            raise CassetteError(f"{self.file}: message chain node {digest[:12]} is not stored or does not resolve")
+        return self._nodes[digest]
+
+    def chain(self, digest: str | None) -> list[Node]:
+        """The nodes (hash, parent, message) of a chain ending in `digest`, first message first."""
+        nodes: list[Node] = []
+        while digest is not None:
+            parent, message = self.node(digest)  # resolvable nodes have acyclic, resolvable parents
+            nodes.append((digest, parent, message))
+            digest = parent
+        nodes.reverse()
+        return nodes
+
+    def message_hashes(self, entry: CassetteEntry) -> list[str]:
+        """The hashes of an entry's request messages, in order, whichever form the entry uses."""
+        if entry.request.messages is not None:
+            return list(entry.request.messages)
+        return [message for _, _, message in self.chain(entry.request.chain)]
+
+    def message_count(self, entry: CassetteEntry) -> int:
+        """len(message_hashes(entry)) without walking the chain."""
+        if entry.request.messages is not None:
+            return len(entry.request.messages)
+        chain = entry.request.chain
+        if chain is None:
+            return 0
+        return self._depth[chain] if chain in self._depth else len(self.chain(chain))  # the latter raises
+
     def request_of(self, entry: CassetteEntry) -> dict[str, Any]:
         """The canonical wire request of an entry: {model, messages, tools, tool_choice, **params}."""
         body: dict[str, Any] = {
             "model": entry.request.model,
-            "messages": [self.message(digest) for digest in entry.request.messages],
+            "messages": [self.message(digest) for digest in self.message_hashes(entry)],
         }
         if entry.request.tools is not None:
             body["tools"] = self.blob(entry.request.tools)
@@ -272,7 +344,10 @@ class Cassette:
         return body
 
     def response_of(self, entry: CassetteEntry) -> dict[str, Any]:
-        """The chat-completions body that was recorded (tool-call arguments in canonical JSON)."""
+        """The chat-completions body that was recorded (tool-call arguments in canonical JSON).
+
+        The replay hot path: no chain walk, no deepcopy; every object in it is new.
+        """
         message = self.message(entry.response.message)
         message.setdefault("content", None)  # canonical form drops nulls; a response body has the key
         return {
@@ -285,14 +360,23 @@ class Cassette:
         }
 
     def message(self, digest: str) -> dict[str, Any]:
+        """A fresh copy of a stored message."""
+        return json.loads(self.message_text(digest))
+
+    def message_text(self, digest: str) -> str:
+        """A stored message as its canonical JSON text."""
         try:
-            return copy.deepcopy(self._messages[digest])
+            return self._messages[digest]
         except KeyError:
             raise CassetteError(f"{self.file}: message {digest[:12]} is not stored") from None
 
     def blob(self, digest: str) -> Any:
+        """A fresh copy of a stored blob."""
+        return json.loads(self.blob_text(digest))
+
+    def blob_text(self, digest: str) -> str:
         try:
-            return copy.deepcopy(self._blobs[digest])
+            return self._blobs[digest]
         except KeyError:
             raise CassetteError(f"{self.file}: blob {digest[:12]} is not stored") from None
 
@@ -320,7 +404,7 @@ class Cassette:
         wire = flat_wire(wire_request)
         canonical = _secret_free(wire)
         _check_keys(wire, key, sample_key, seed, task_id, trial, occurrence)
-        request, response, messages, blobs = _stored_parts(canonical, response_body)
+        parts = _stored_parts(canonical, response_body)
         entry = CassetteEntry(
             key=key,
             sample_key=sample_key,
@@ -330,8 +414,8 @@ class Cassette:
             seed=seed,
             role=role,
             call_index=call_index,
-            request=request,
-            response=response,
+            request=parts.request,
+            response=parts.response,
             usage=usage,
             cost_usd=cost_usd,
             price_source=price_source,
@@ -339,12 +423,10 @@ class Cassette:
             recorded_at=_now_iso(),
         )
         with self._lock, locked(self.directory):
-            self._append_locked(entry, messages, blobs)
+            self._append_locked(entry, parts)
         return entry
 
-    def _append_locked(
-        self, entry: CassetteEntry, messages: dict[str, dict[str, Any]], blobs: dict[str, Any]
-    ) -> None:
+    def _append_locked(self, entry: CassetteEntry, parts: _Parts) -> None:
         try:
             fd = os.open(self.file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -353,10 +435,13 @@ class Cassette:
             stat = os.fstat(fd)
             if (stat.st_dev, stat.st_ino) != self._identity or stat.st_size < self._size:
                 self._load_locked()  # the file was replaced: what we knew is on disk may not be
-            new_messages = {h: m for h, m in messages.items() if h not in self._messages}
-            new_blobs = {h: v for h, v in blobs.items() if h not in self._blobs}
-            lines = [encode_msg(h, m) for h, m in new_messages.items()]
-            lines += [encode_blob(h, v) for h, v in new_blobs.items()]
+            new_nodes = self._unknown_suffix(parts.nodes)
+            wanted = [message for _, _, message in new_nodes] + [entry.response.message]
+            new_messages = {h: parts.messages[h] for h in wanted if h not in self._messages}
+            new_blobs = {h: v for h, v in parts.blobs.items() if h not in self._blobs}
+            lines = [encode_msg_text(h, text) for h, text in new_messages.items()]
+            lines += [encode_blob_text(h, text) for h, text in new_blobs.items()]
+            lines += [encode_node(*node) for node in new_nodes]
             payload = "".join([*lines, encode_call(entry)]).encode("utf-8")
             if stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
                 payload = b"\n" + payload  # a crash cut the last line: never glue onto it
@@ -369,7 +454,67 @@ class Cassette:
         self._size = stat.st_size + len(payload)
         self._messages.update(new_messages)
         self._blobs.update(new_blobs)
+        for digest, parent, message in new_nodes:
+            self._nodes[digest] = (parent, message)
+            self._depth[digest] = (self._depth[parent] if parent is not None else 0) + 1
         self._add(None, entry)
+
+    def _unknown_suffix(self, nodes: list[Node]) -> list[Node]:
+        """The nodes of a chain after its last one known to resolve here (whose ancestors all do)."""
+        start = len(nodes)
+        while start and nodes[start - 1][0] not in self._depth:
+            start -= 1
+        return nodes[start:]
+
+
+def _resolve_chains(
+    nodes: dict[str, tuple[str | None, str]], messages: dict[str, str]
+) -> tuple[dict[str, int], dict[str, str], dict[str, str]]:
+    """Which nodes resolve, and why the others do not.
+
+    A node resolves when its message is stored and its parent is null or resolves. Returns the depth
+    (messages in its chain) of every node that resolves; for every other node, the node where its
+    chain breaks; and for each such break, the reason. Each node is visited once, iteratively (chains
+    can be thousands of nodes long); a cycle, impossible with honest hashes, is caught, not looped on.
+    """
+    depth: dict[str, int] = {}
+    broken: dict[str, str] = {}  # node -> the node where its chain breaks
+    causes: dict[str, str] = {}  # breaking node -> why
+    for start in nodes:
+        path: list[str] = []  # nodes visited from `start` toward the root, not yet settled
+        on_path: set[str] = set()
+        digest: str | None = start
+        base, cause = 0, None
+        while digest is not None:
+            if digest in depth:
+                base = depth[digest]
+                break
+            if digest in broken:
+                cause = broken[digest]
+                break
+            parent, message = nodes[digest]
+            if digest in on_path:
+                cause = digest
+                causes[digest] = f"node {digest[:12]} is part of a cycle"
+                break
+            path.append(digest)
+            on_path.add(digest)
+            if message not in messages:
+                cause = digest
+                causes[digest] = f"node {digest[:12]} refers to message {message[:12]}, which is not stored"
+                break
+            if parent is not None and parent not in nodes:
+                cause = digest
+                causes[digest] = f"node {digest[:12]} refers to parent node {parent[:12]}, which is not stored"
+                break
+            digest = parent
+        if cause is None:
+            for node in reversed(path):
+                base += 1
+                depth[node] = base
+        else:
+            broken.update(dict.fromkeys(path, cause))
+    return depth, broken, causes
 
 
 def _check_keys(
@@ -391,30 +536,42 @@ def _check_keys(
         )
 
 
-def _stored_parts(
-    canonical: dict[str, Any], response_body: dict[str, Any]
-) -> tuple[StoredRequest, StoredResponse, dict[str, dict[str, Any]], dict[str, Any]]:
-    """The hashed request and reply, plus every message and blob they refer to, by hash."""
+@dataclass(frozen=True)
+class _Parts:
+    """A call ready to append: its entry's request and reply, and the content they refer to."""
+
+    request: StoredRequest
+    response: StoredResponse
+    messages: dict[str, str]  # hash -> canonical JSON text, every message of the request and the reply
+    blobs: dict[str, str]  # hash -> canonical JSON text
+    nodes: list[Node]  # the request's whole chain, first message first
+
+
+def _stored_parts(canonical: dict[str, Any], response_body: dict[str, Any]) -> _Parts:
+    """The hashed request and reply, plus every message, blob and chain node they refer to."""
     choice, reply = _reply_of(response_body)
-    messages = {message_hash(m): m for m in canonical["messages"]}
-    messages.setdefault(message_hash(reply), reply)
+    hashes = [message_hash(m) for m in canonical["messages"]]
+    messages = {digest: canonical_json(m) for digest, m in zip(hashes, canonical["messages"], strict=True)}
+    reply_hash = message_hash(reply)
+    messages.setdefault(reply_hash, canonical_json(reply))
     tools = canonical["tools"]
-    blobs = {blob_hash(tools): tools} if tools is not None else {}
+    blobs = {blob_hash(tools): canonical_json(tools)} if tools is not None else {}
+    nodes = chain_nodes(hashes)
     request = StoredRequest(
         model=canonical["model"],
-        messages=[message_hash(m) for m in canonical["messages"]],
+        chain=nodes[-1][0] if nodes else None,
         tools=next(iter(blobs), None),
         tool_choice=canonical["tool_choice"],
         params=canonical["params"],
     )
     response = StoredResponse(
-        message=message_hash(reply),
+        message=reply_hash,
         finish_reason=choice.get("finish_reason"),
         response_id=response_body.get("id"),
         response_model=response_body.get("model"),
         created=response_body.get("created"),
     )
-    return request, response, messages, blobs
+    return _Parts(request, response, messages, blobs, nodes)
 
 
 def _write_all(fd: int, data: bytes) -> None:

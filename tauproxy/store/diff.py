@@ -9,6 +9,7 @@ from tauproxy.data_model.call import CallRole
 from tauproxy.proxy.key import canonical_json, canonical_request, message_hash, request_key
 from tauproxy.store.cassette import Cassette, flat_wire
 from tauproxy.store.entry import CassetteEntry
+from tauproxy.store.format import chain_nodes
 
 MAX_LINES = 40
 MAX_WIDTH = 160
@@ -123,13 +124,23 @@ def describe_request_difference(wanted: dict[str, Any], recorded: dict[str, Any]
     return "\n".join(lines)
 
 
-def _common_prefix(hashes: list[str], entry: CassetteEntry) -> int:
-    count = 0
-    for mine, theirs in zip(hashes, entry.request.messages, strict=False):
-        if mine != theirs:
-            break
-        count += 1
-    return count
+def _common_prefix(cassette: Cassette, entry: CassetteEntry, hashes: list[str], depths: dict[str, int]) -> int:
+    """How many leading messages the entry's request shares with the request whose messages are `hashes`.
+
+    `depths` maps each node of that request's chain to its depth. A node names its whole prefix, so
+    the first node of the entry's chain (walking back from its end) found there is the shared prefix.
+    """
+    if entry.request.messages is not None:  # a version-1 entry lists its messages
+        count = 0
+        for mine, theirs in zip(hashes, entry.request.messages, strict=False):
+            if mine != theirs:
+                break
+            count += 1
+        return count
+    node = entry.request.chain
+    while node is not None and node not in depths:
+        node = cassette.node(node)[0]
+    return 0 if node is None else depths[node]
 
 
 def nearest_entry(
@@ -147,6 +158,7 @@ def nearest_entry(
     """
     entries = cassette.entries()
     hashes = [message_hash(m) for m in wire_request.get("messages") or []]
+    depths = {node: index + 1 for index, (node, _, _) in enumerate(chain_nodes(hashes))}
     model = wire_request.get("model")
     tiers = [
         ([e for e in entries if (e.task_id, e.trial, e.role) == (task_id, trial, role)], True),
@@ -155,14 +167,23 @@ def nearest_entry(
     ]
     for candidates, by_index_first in tiers:
         if candidates:
-            return max(candidates, key=lambda e: _score(e, hashes, call_index, by_index_first))
+            return max(
+                candidates, key=lambda e: _score(cassette, e, hashes, depths, call_index, by_index_first)
+            )
     return None
 
 
-def _score(entry: CassetteEntry, hashes: list[str], call_index: int, by_index_first: bool) -> tuple[int, ...]:
+def _score(
+    cassette: Cassette,
+    entry: CassetteEntry,
+    hashes: list[str],
+    depths: dict[str, int],
+    call_index: int,
+    by_index_first: bool,
+) -> tuple[int, ...]:
     same_index = int(entry.call_index == call_index)
-    prefix = _common_prefix(hashes, entry)
-    closeness = -abs(len(entry.request.messages) - len(hashes))
+    prefix = _common_prefix(cassette, entry, hashes, depths)
+    closeness = -abs(cassette.message_count(entry) - len(hashes))
     return (same_index, prefix, closeness) if by_index_first else (prefix, same_index, closeness)
 
 

@@ -1,24 +1,44 @@
-"""One recorded call as it sits in a cassette: references to stored messages plus call metadata."""
+"""One recorded call as it sits in a cassette: references to stored content plus call metadata."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from tauproxy.data_model.call import CallRole, Usage
 
-ENTRY_VERSION = 1
+# v2: a request names its messages by one chain node (`request.chain`), see format.py.
+# v1: a request listed one message hash per message (`request.messages`); still read, never written.
+ENTRY_VERSION = 2
 
 
 class StoredRequest(BaseModel):
-    """A canonical request with its messages and tools replaced by content hashes."""
+    """A canonical request with its messages and tools replaced by content hashes.
+
+    `chain` is the hash of the node line ending the request's message chain (None: no messages).
+    `messages` is the version-1 form, the message hashes listed in full; an entry carries one form or
+    the other, and `Cassette.message_hashes` reads either.
+    """
 
     model: str | None = None
-    messages: list[str] = Field(default_factory=list)
+    chain: str | None = None
+    messages: list[str] | None = None
     tools: str | None = None
     tool_choice: str | dict[str, Any] | None = None
     params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> StoredRequest:
+        if self.chain is not None and self.messages is not None:
+            raise ValueError("a request has either `chain` (v2) or `messages` (v1), not both")
+        return self
+
+    def wire_form(self) -> dict[str, Any]:
+        """The request as written on a call line: only the message form it uses."""
+        data = self.model_dump(mode="json")
+        del data["chain" if self.messages is not None else "messages"]
+        return data
 
 
 class StoredResponse(BaseModel):
@@ -32,7 +52,10 @@ class StoredResponse(BaseModel):
 
 
 class CassetteEntry(BaseModel):
-    """One sample: a request, its recorded response, and where and when it was drawn."""
+    """One sample: a request, its recorded response, and where and when it was drawn.
+
+    Entries returned by a Cassette are shared with its index: read them, do not mutate them.
+    """
 
     v: int = ENTRY_VERSION
     key: str
@@ -51,6 +74,6 @@ class CassetteEntry(BaseModel):
     latency_s: float = 0.0
     recorded_at: str
 
-    def message_refs(self) -> list[str]:
-        """Every message hash this entry needs, request messages first, then the reply."""
-        return [*self.request.messages, self.response.message]
+    def wire_form(self) -> dict[str, Any]:
+        """The entry as the fields of its call line (without the line kind `t`)."""
+        return {**self.model_dump(mode="json"), "request": self.request.wire_form()}

@@ -1,15 +1,27 @@
 """The line format of `calls.jsonl`, the one file of a cassette directory.
 
-UTF-8, one JSON object per line, append-only, keys sorted, compact separators. Three kinds of line:
+UTF-8, one JSON object per line, append-only, keys sorted, compact separators. Four kinds of line:
 
-    {"t":"msg","h":HASH,"m":MESSAGE}     one canonical wire message; HASH = key.message_hash(MESSAGE)
-    {"t":"blob","h":HASH,"v":VALUE}      one tools list; HASH = key.blob_hash(VALUE)
-    {"t":"call", ...CassetteEntry}       one sample; its request and reply name messages and blobs by hash
+    {"t":"msg","h":HASH,"m":MESSAGE}      one canonical wire message; HASH = key.message_hash(MESSAGE)
+    {"t":"blob","h":HASH,"v":VALUE}       one tools list; HASH = key.blob_hash(VALUE)
+    {"t":"node","h":HASH,"p":PREV,"m":M}  one link of a message chain; HASH = key.blob_hash({"p":PREV,"m":M})
+    {"t":"call", ...CassetteEntry}        one sample; its request and reply name their content by hash
 
-Messages and blobs are content-addressed and written once per cassette, so a conversation recorded
-call by call grows the file linearly. A message or blob may appear more than once (a git union merge
-of two branches that both wrote it); the copies are identical by construction and readers keep one.
-References are resolved after the whole file is read, so line order between kinds does not matter.
+A request's message list is a chain of nodes: the node of its last message names that message (`m`, a
+message hash) and the node of the list before it (`p`, null for the first message). A node's hash
+covers its parent's hash, so it names the whole list up to and including its message, as a git commit
+names its history. A call line carries one node hash, `request.chain` (null when there are no
+messages). Consecutive calls of a conversation share their prefix: each call adds one node per new
+message, and the file grows linearly with the conversation, not with the square of it.
+
+Messages, blobs and nodes are content-addressed and written once per cassette; one may appear more than
+once (a git union merge of two branches that both wrote it); the copies are identical by construction
+and readers keep one. References are resolved after the whole file is read, so line order between kinds
+does not matter. Writers still put a call's new messages, blob and nodes (parents first) before its call
+line, in the same append.
+
+Entry format versions (the call line's `v`): 2 is the chain above. 1 listed one message hash per message
+in `request.messages`; such lines are still read (and rewritten as v2 by compact, prune and merge).
 
 Lines are split on b"\\n" only: canonical JSON escapes newlines inside strings, but it leaves U+2028
 and friends raw, which `str.splitlines` would wrongly treat as line ends.
@@ -17,6 +29,7 @@ and friends raw, which `str.splitlines` would wrongly treat as line ends.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tauproxy.errors import CassetteError
-from tauproxy.proxy.key import blob_hash, canonical_json, message_hash
+from tauproxy.proxy.key import blob_hash, canonical_json, canonical_message
 from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry
 
 CALLS_FILE = "calls.jsonl"
@@ -34,17 +47,34 @@ LOCK_FILE = "calls.jsonl.lock"
 
 @dataclass(frozen=True)
 class MsgLine:
+    """A message, kept as its canonical JSON text: every read parses a fresh copy."""
+
     hash: str
-    message: dict[str, Any]
+    text: str
+
+    @property
+    def message(self) -> dict[str, Any]:
+        return json.loads(self.text)
 
 
 @dataclass(frozen=True)
 class BlobLine:
     hash: str
-    value: Any
+    text: str
+
+    @property
+    def value(self) -> Any:
+        return json.loads(self.text)
 
 
-Line = MsgLine | BlobLine | CassetteEntry
+@dataclass(frozen=True)
+class NodeLine:
+    hash: str
+    parent: str | None
+    message: str
+
+
+Line = MsgLine | BlobLine | NodeLine | CassetteEntry
 
 
 @dataclass(frozen=True)
@@ -66,23 +96,54 @@ class ScanResult:
     size: int = 0
 
 
+def node_hash(parent: str | None, message: str) -> str:
+    """Content address of a chain node: the message list ending in `message` after `parent`'s."""
+    return blob_hash({"p": parent, "m": message})
+
+
+def chain_nodes(message_hashes: list[str]) -> list[tuple[str, str | None, str]]:
+    """The (hash, parent, message) nodes of a message list, first message first."""
+    nodes: list[tuple[str, str | None, str]] = []
+    parent: str | None = None
+    for message in message_hashes:
+        digest = node_hash(parent, message)
+        nodes.append((digest, parent, message))
+        parent = digest
+    return nodes
+
+
 def encode_msg(digest: str, message: dict[str, Any]) -> str:
     return canonical_json({"t": "msg", "h": digest, "m": message}) + "\n"
+
+
+def encode_msg_text(digest: str, text: str) -> str:
+    """encode_msg for a message already held as canonical JSON text (no parse, same bytes)."""
+    return f'{{"h":"{digest}","m":{text},"t":"msg"}}\n'
 
 
 def encode_blob(digest: str, value: Any) -> str:
     return canonical_json({"t": "blob", "h": digest, "v": value}) + "\n"
 
 
+def encode_blob_text(digest: str, text: str) -> str:
+    return f'{{"h":"{digest}","t":"blob","v":{text}}}\n'
+
+
+def encode_node(digest: str, parent: str | None, message: str) -> str:
+    return canonical_json({"t": "node", "h": digest, "p": parent, "m": message}) + "\n"
+
+
 def encode_call(entry: CassetteEntry) -> str:
-    return canonical_json({"t": "call", **entry.model_dump(mode="json")}) + "\n"
+    return canonical_json({"t": "call", **entry.wire_form()}) + "\n"
 
 
 def encode_line(line: Line) -> str:
     if isinstance(line, MsgLine):
-        return encode_msg(line.hash, line.message)
+        return encode_msg_text(line.hash, line.text)
     if isinstance(line, BlobLine):
-        return encode_blob(line.hash, line.value)
+        return encode_blob_text(line.hash, line.text)
+    if isinstance(line, NodeLine):
+        return encode_node(line.hash, line.parent, line.message)
     return encode_call(line)
 
 
@@ -101,14 +162,28 @@ def parse_line(raw: bytes) -> Line:
         message = obj.get("m")
         if not isinstance(message, dict):
             raise ValueError("malformed msg line: `m` is not an object")
-        return MsgLine(_checked_hash(obj, message_hash(message)), message)
+        # key.message_hash, keeping the canonical text it hashes: the cassette serves copies of it.
+        text = canonical_json(canonical_message(message))
+        return MsgLine(_checked_hash(obj, hashlib.sha256(text.encode()).hexdigest()), text)
     if kind == "blob":
         if "v" not in obj:
             raise ValueError("malformed blob line: no `v`")
-        return BlobLine(_checked_hash(obj, blob_hash(obj["v"])), obj["v"])
+        text = canonical_json(obj["v"])
+        return BlobLine(_checked_hash(obj, hashlib.sha256(text.encode()).hexdigest()), text)
+    if kind == "node":
+        return _parse_node(obj)
     if kind == "call":
         return _parse_call(obj)
     raise ValueError(f"unknown line kind {kind!r}")
+
+
+def _parse_node(obj: dict[str, Any]) -> NodeLine:
+    parent, message = obj.get("p", ...), obj.get("m")
+    if not isinstance(message, str):
+        raise ValueError("malformed node line: `m` is not a message hash")
+    if parent is not None and not isinstance(parent, str):
+        raise ValueError("malformed node line: `p` is neither a node hash nor null")
+    return NodeLine(_checked_hash(obj, node_hash(parent, message)), parent, message)
 
 
 def _checked_hash(obj: dict[str, Any], actual: str) -> str:
@@ -130,6 +205,9 @@ def _parse_call(obj: dict[str, Any]) -> CassetteEntry:
             f"v{ENTRY_VERSION}); upgrade tauproxy"
         )
     fields = {k: v for k, v in obj.items() if k != "t"}
+    request = fields.get("request")
+    if version == 1 and isinstance(request, dict) and "messages" not in request:
+        fields["request"] = {**request, "messages": []}  # v1 wrote no list for a request without messages
     try:
         return CassetteEntry.model_validate(fields)
     except ValidationError as exc:

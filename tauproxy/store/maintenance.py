@@ -19,8 +19,15 @@ from typing import Any
 from tauproxy.errors import CassetteError, ConfigError
 from tauproxy.proxy.key import request_key, sample_key
 from tauproxy.store.cassette import Cassette, fsync_dir, locked
-from tauproxy.store.entry import CassetteEntry
-from tauproxy.store.format import CALLS_FILE, encode_blob, encode_call, encode_msg
+from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry
+from tauproxy.store.format import (
+    CALLS_FILE,
+    chain_nodes,
+    encode_blob_text,
+    encode_call,
+    encode_msg_text,
+    encode_node,
+)
 
 RESULTS_FILE = "results.json"
 
@@ -68,6 +75,7 @@ def stats(cassette: Cassette) -> dict[str, Any]:
         "unknown_price_calls": len(entries) - len(costs),
         "models": dict(sorted(models.items())),
         "messages_stored": cassette.messages_stored(),
+        "nodes_stored": cassette.nodes_stored(),
         "bytes": cassette.file.stat().st_size if cassette.file.exists() else 0,
         "problems": len(cassette.problems),
     }
@@ -117,20 +125,49 @@ def _refuse_damage(cassette: Cassette, drop_bad: bool) -> None:
 
 
 def _lines(sources: Iterable[tuple[Cassette, CassetteEntry]]) -> list[str]:
-    """Each entry's messages and blob right before its call line, each written once."""
+    """Each entry's new messages, blob and chain nodes right before its call line, each written once.
+
+    Only what the entries reach is written, so superseded calls and what only they used are dropped.
+    Version-1 entries (a listed message per message) are rewritten as v2 chains.
+    """
     lines: list[str] = []
-    written: set[str] = set()
+    messages: set[str] = set()
+    blobs: set[str] = set()
+    nodes: set[str] = set()
     for cassette, entry in sources:
-        for digest in entry.message_refs():
-            if digest not in written:
-                written.add(digest)
-                lines.append(encode_msg(digest, cassette.message(digest)))
+        if entry.request.messages is not None:
+            chain = chain_nodes(entry.request.messages)
+            request = entry.request.model_copy(update={"messages": None, "chain": chain[-1][0] if chain else None})
+            entry = entry.model_copy(update={"v": ENTRY_VERSION, "request": request})
+        else:
+            chain = _unwritten_chain(cassette, entry.request.chain, nodes)
+        new = [node for node in chain if node[0] not in nodes]
+        for digest in [*(message for _, _, message in new), entry.response.message]:
+            if digest not in messages:
+                messages.add(digest)
+                lines.append(encode_msg_text(digest, cassette.message_text(digest)))
         tools = entry.request.tools
-        if tools is not None and tools not in written:
-            written.add(tools)
-            lines.append(encode_blob(tools, cassette.blob(tools)))
+        if tools is not None and tools not in blobs:
+            blobs.add(tools)
+            lines.append(encode_blob_text(tools, cassette.blob_text(tools)))
+        for node in new:
+            nodes.add(node[0])
+            lines.append(encode_node(*node))
         lines.append(encode_call(entry))
     return lines
+
+
+def _unwritten_chain(
+    cassette: Cassette, digest: str | None, written: set[str]
+) -> list[tuple[str, str | None, str]]:
+    """The nodes of a chain after the last one already written, first message first."""
+    chain: list[tuple[str, str | None, str]] = []
+    while digest is not None and digest not in written:
+        parent, message = cassette.node(digest)
+        chain.append((digest, parent, message))
+        digest = parent
+    chain.reverse()
+    return chain
 
 
 def _replace_file(target: Path, lines: list[str]) -> None:
@@ -169,7 +206,7 @@ def _rewrite(cassette: Cassette, sources: list[tuple[Cassette, CassetteEntry]]) 
 
 
 def compact(cassette_dir: Path, drop_bad: bool = False) -> RewriteResult:
-    """Rewrite calls.jsonl with the winning entry per sample key and only the messages they use."""
+    """Rewrite calls.jsonl with the winning entry per sample key and only the content they reach."""
     if not (Path(cassette_dir) / CALLS_FILE).exists():  # fail before locking creates a directory
         raise CassetteError(f"no cassette at {cassette_dir} (no {CALLS_FILE})")
     with locked(Path(cassette_dir)):

@@ -150,6 +150,33 @@ def test_forty_turns_store_each_message_once(tmp_path: Path) -> None:
     assert (tmp_path / "c" / "calls.jsonl").stat().st_size * 3 < full_requests
 
 
+def _conversation_file(directory: Path, calls: int) -> tuple[Path, list[dict[str, Any]]]:
+    """Record one trial of `calls` calls, each request the previous one plus two messages of ~80 bytes."""
+    cassette = Cassette.open(directory)
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a support agent."}]
+    for turn in range(calls):
+        history.append({"role": "user", "content": f"question {turn:03d} " + "x" * 60})
+        reply = {"role": "assistant", "content": f"answer {turn:03d} " + "y" * 62}
+        record(cassette, wire(list(history)), body(reply), call_index=turn)
+        history.append(reply)
+    return directory / "calls.jsonl", history
+
+
+def test_cassette_grows_linearly_with_the_conversation(tmp_path: Path) -> None:
+    file_30, _ = _conversation_file(tmp_path / "c30", 30)
+    file_60, history = _conversation_file(tmp_path / "c60", 60)
+    size_30, size_60 = file_30.stat().st_size, file_60.stat().st_size
+    # Twice the calls, twice the bytes (listing every message's hash on every call line made it 3.2x).
+    assert size_60 / size_30 < 2.3
+    lines = lines_of(tmp_path / "c60")
+    messages = sum(len(raw) + 1 for raw in file_60.read_bytes().split(b"\n") if b'"t":"msg"' in raw)
+    assert sum(line["t"] == "msg" for line in lines) == len(history) == 121
+    # Each call adds one chain node per new message (two) and one call line of constant size.
+    assert sum(line["t"] == "node" for line in lines) == 120
+    assert max(len(json.dumps(line["request"])) for line in lines if line["t"] == "call") < 400
+    assert size_60 < messages + 60 * 1500
+
+
 def test_re_recording_a_sample_supersedes_it(tmp_path: Path) -> None:
     cassette = Cassette.open(tmp_path / "c")
     request = wire([{"role": "user", "content": "hi"}])

@@ -79,6 +79,7 @@ def test_stats_counts_roles_tokens_and_cost(tmp_path: Path) -> None:
     assert data["unknown_price_calls"] == 1
     assert data["models"] == {"gpt-4.1": 3}
     assert data["messages_stored"] == 5  # one shared system prompt, three questions, one shared answer
+    assert data["nodes_stored"] == 4  # the system prompt's node is the shared first link of all three chains
     assert data["bytes"] == (tmp_path / "c" / "calls.jsonl").stat().st_size
     assert data["problems"] == 0
 
@@ -147,7 +148,9 @@ def test_compact_drops_duplicates_superseded_calls_and_unused_messages(tmp_path:
     assert len(call_lines(directory)) == 2
     msg_hashes = [json.loads(line)["h"] for line in text.splitlines() if '"t":"msg"' in line]
     assert len(msg_hashes) == len(set(msg_hashes)) == 5  # system, "a", "b", "new answer", "ok"
-    assert (result.lines_before, result.lines_after, result.entries) == (len(lines) + 2, 7, 2)
+    node_hashes = [json.loads(line)["h"] for line in text.splitlines() if '"t":"node"' in line]
+    assert len(node_hashes) == len(set(node_hashes)) == 3  # [system], [system, a], [system, b]
+    assert (result.lines_before, result.lines_after, result.entries) == (len(lines) + 2, 10, 2)
     assert verify(after) == []
     compact(directory)
     assert file.read_text() == text  # stable: compacting twice changes nothing
