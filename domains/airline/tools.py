@@ -7,16 +7,15 @@ reservation that is already cancelled). Whether a change is *allowed* is the age
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import itertools
-import operator
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tauproxy.domain.arithmetic import evaluate_arithmetic
 from tauproxy.domain.state import State
 from tauproxy.domain.tools import tool
 from tauproxy.errors import ToolExecutionError
@@ -409,35 +408,7 @@ def calculate(db: State, expression: Annotated[str, Field(max_length=200)]) -> s
     Args:
         expression: The expression, such as (320 + 45) * 2.
     """
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError:
-        raise ToolExecutionError(f"not an arithmetic expression: {expression}") from None
-    value = _arith(tree.body)
-    return str(round(value, 2))
-
-
-_BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-}
-_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-
-
-def _arith(node: ast.expr) -> float:
-    """Walk the parsed expression; anything but numbers and the four operations is refused."""
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return float(node.value)
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _arith(node.left), _arith(node.right)
-        if isinstance(node.op, ast.Div) and right == 0:
-            raise ToolExecutionError("division by zero")
-        return _BINARY[type(node.op)](left, right)
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_arith(node.operand))
-    raise ToolExecutionError("only numbers, + - * / and parentheses are allowed")
+    return str(round(evaluate_arithmetic(expression), 2))
 
 
 @tool("read")

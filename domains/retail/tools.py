@@ -8,13 +8,12 @@ rules for the evaluator.
 
 from __future__ import annotations
 
-import ast
-import operator
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from tauproxy.domain.arithmetic import evaluate_arithmetic
 from tauproxy.domain.state import State
 from tauproxy.domain.tools import tool
 from tauproxy.errors import ToolExecutionError
@@ -220,34 +219,7 @@ def calculate(db: State, expression: Annotated[str, Field(max_length=200)]) -> s
     Args:
         expression: The expression, such as 49.99 + 12.50 - 5.
     """
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError:
-        raise ToolExecutionError(f"not an arithmetic expression: {expression}") from None
-    return f"{round(_evaluate(tree.body), 2):.2f}"
-
-
-_BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-}
-_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-
-
-def _evaluate(node: ast.expr) -> float:
-    """Walk the parsed expression; anything but numbers and the four operations is refused (never eval)."""
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return float(node.value)
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _evaluate(node.left), _evaluate(node.right)
-        if isinstance(node.op, ast.Div) and right == 0:
-            raise ToolExecutionError("division by zero")
-        return _BINARY[type(node.op)](left, right)
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_evaluate(node.operand))
-    raise ToolExecutionError("only numbers, + - * / and parentheses are allowed")
+    return f"{round(evaluate_arithmetic(expression), 2):.2f}"
 
 
 @tool("read")

@@ -21,27 +21,37 @@ def _litellm() -> Any:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm
 
+        # litellm prints a "Give Feedback" banner to stdout on every error.
+        litellm.suppress_debug_info = True
         return litellm
+
+
+def litellm_completion(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """One non-streaming litellm call: the response body as a dict and the latency in seconds.
+
+    Provider exceptions propagate as litellm raised them; each caller maps them its own way.
+    """
+    litellm = _litellm()
+    started = time.perf_counter()
+    raw = litellm.completion(**kwargs)
+    latency = time.perf_counter() - started
+    return (raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)), latency
 
 
 class LiteLLMTransport:
     def complete(self, call: PreparedCall) -> Completion:
-        litellm = _litellm()
         connection = call.request.connection
         kwargs: dict[str, Any] = dict(call.wire)
         for name in ("api_base", "api_key", "api_version", "timeout", "num_retries", "extra_headers"):
             value = getattr(connection, name)
             if value is not None:
                 kwargs[name] = value
-        started = time.perf_counter()
         try:
-            raw = litellm.completion(**kwargs)
+            body, latency = litellm_completion(kwargs)
         except Exception as exc:
             status = getattr(exc, "status_code", None)
             message = redact_text(f"{type(exc).__name__}: {exc}", (connection.api_key or "",))
             raise ModelCallError(f"{call.request.model}: {message}", status_code=status) from None
-        latency = time.perf_counter() - started
-        body = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
         try:
             response = response_from_wire(body)
         except ValueError as exc:

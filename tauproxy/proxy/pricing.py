@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from tauproxy.data_model.call import Usage
 from tauproxy.errors import ConfigError
+from tauproxy.structured_file import read_mapping_file
 
 FREE_PREFIXES = ("scripted/", "local/")
 LITELLM_MAP_FILE = "model_prices_and_context_window_backup.json"
@@ -147,21 +148,7 @@ def read_litellm_price_map() -> dict[str, Any]:
 
 
 def load_price_file(path: Path) -> tuple[dict[str, ModelPrice | PriceAlias], str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read prices file: {exc.strerror}") from None
-    try:
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            raw = yaml.safe_load(text)
-        else:
-            raw = json.loads(text)
-    except Exception as exc:
-        raise ConfigError(f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected an object mapping model names to prices")
+    raw = read_mapping_file(path, "prices file (model names to prices)")
     prices: dict[str, ModelPrice | PriceAlias] = {}
     for model, entry in raw.items():
         try:
@@ -171,5 +158,5 @@ def load_price_file(path: Path) -> tuple[dict[str, ModelPrice | PriceAlias], str
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "price"
             raise ConfigError(f"{path}: model {model!r}, field {field}: {first['msg']}") from None
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     return prices, f"prices file {path.name}@{digest}"

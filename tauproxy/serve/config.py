@@ -16,7 +16,6 @@ field) is refused, so a key can never be committed next to a cassette.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tauproxy.errors import ConfigError
 from tauproxy.runner.config import RecordMode
+from tauproxy.structured_file import read_mapping_file
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -73,23 +73,7 @@ class UpstreamMap:
 def load_upstream_map(path: Path | None) -> UpstreamMap:
     if path is None:
         return UpstreamMap({})
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read upstream map: {exc.strerror}") from None
-    try:
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            raw = yaml.safe_load(text)
-        else:
-            raw = json.loads(text)
-    except Exception as exc:
-        raise ConfigError(
-            f"{path}: not valid {'YAML' if path.suffix in ('.yaml', '.yml') else 'JSON'}: {exc}"
-        ) from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected an object mapping model names to routes")
+    raw = read_mapping_file(path, "upstream map (model names to routes)")
     routes: dict[str, UpstreamRoute] = {}
     for name, entry in raw.items():
         if isinstance(entry, dict) and "api_key" in entry:

@@ -7,11 +7,10 @@ Runs in a worker thread (litellm's sync client), so the event loop keeps serving
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from tauproxy.proxy.live import _litellm
+from tauproxy.proxy.live import _litellm, litellm_completion
 from tauproxy.proxy.redact import redact_text
 from tauproxy.proxy.wire import usage_from_wire, usage_to_wire
 from tauproxy.serve.config import UpstreamMap, UpstreamRoute
@@ -36,7 +35,7 @@ class Upstream:
     def load(self) -> None:
         """Import litellm now. It takes seconds; done before the ready line so that "ready" means a
         first live call is as fast as any other (a client with a 5 s timeout would fail otherwise)."""
-        _litellm().suppress_debug_info = True
+        _litellm()
 
     def route(self, model: str) -> UpstreamRoute:
         return self._routes.route(model)
@@ -44,8 +43,6 @@ class Upstream:
     def complete(self, wire: dict[str, Any]) -> LiveAnswer:
         """Call the model behind `wire["model"]`; raises HttpError carrying the upstream's status."""
         litellm = _litellm()
-        # litellm prints a "Give Feedback" banner to stdout on every error; a server must not.
-        litellm.suppress_debug_info = True
         route = self.route(wire["model"])
         target = route.litellm_model(wire["model"])
         kwargs = {**wire, "model": target, "num_retries": route.num_retries, "max_retries": route.num_retries}
@@ -58,13 +55,10 @@ class Upstream:
         ):
             if value is not None:
                 kwargs[name] = value
-        started = time.perf_counter()
         try:
-            raw = litellm.completion(**kwargs)
+            body, latency = litellm_completion(kwargs)
         except Exception as exc:
             raise upstream_error(exc, litellm, (api_key or "",)) from None
-        latency = time.perf_counter() - started
-        body = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
         return LiveAnswer(normalise_completion(body), target, latency)
 
 
