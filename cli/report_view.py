@@ -99,20 +99,46 @@ def _print_breakdown(console: Console, summary: dict[str, Any]) -> None:
     console.print(table)
 
 
+def tally_money(tally: dict[str, Any]) -> str:
+    """A live or replayed tally: unknown as soon as one call has no price, with the priced part shown."""
+    unknown = tally.get("unknown_price_calls", 0)
+    if unknown:
+        known = tally.get("known_usd") or 0.0
+        return f"unknown (${known:.4f} + {unknown} unpriced)" if known else "unknown"
+    return money(tally.get("usd"))
+
+
+MAX_TASK_ROWS = 10
+
+
+def _split_table(title: str, split: dict[str, Any], first: str, limit: int | None = None) -> Table:
+    table = Table(title=title, show_edge=False)
+    table.add_column(first)
+    for name in ("live (spent)", "replayed (saved)", "calls live/replayed", "tokens in/out live", "tokens replayed"):
+        table.add_column(name, justify="right")
+    rows = sorted(split.items(), key=lambda item: -(item[1]["live"]["known_usd"] + item[1]["replayed"]["known_usd"]))
+    for name, row in rows[:limit] if limit else rows:
+        live, replayed = row["live"], row["replayed"]
+        table.add_row(name, tally_money(live), tally_money(replayed), f"{live['calls']}/{replayed['calls']}",
+                      f"{live['prompt_tokens']:,}/{live['completion_tokens']:,}",
+                      f"{replayed['prompt_tokens']:,}/{replayed['completion_tokens']:,}")
+    return table
+
+
 def _print_costs(console: Console, summary: dict[str, Any]) -> None:
     cost, calls = summary["cost"], summary["calls"]
-    table = Table(title="cost: live (spent) vs replayed (saved)", show_edge=False)
-    table.add_column("role")
-    for name in ("live", "saved", "calls live/replayed"):
-        table.add_column(name, justify="right")
-    for role, row in cost["by_role"].items():
-        table.add_row(role, money(row["live_usd"], row["live"]["unknown_price_calls"]),
-                      money(row["replayed_usd"], row["replayed"]["unknown_price_calls"]),
-                      f"{row['live']['calls']}/{row['replayed']['calls']}")
-    table.add_row("[bold]total[/]", money(cost["live_usd"], cost["live"]["unknown_price_calls"]),
-                  money(cost["replayed_usd"], cost["replayed"]["unknown_price_calls"]),
-                  f"{calls['live']}/{calls['replayed']}")
-    console.print(table)
+    console.print(_split_table("cost by role: live (spent) vs replayed (saved)", cost["by_role"], "role"))
+    console.print(
+        f"[bold]total[/]: live {tally_money(cost['live'])}, replayed (saved) {tally_money(cost['replayed'])}; "
+        f"calls {calls['live']} live / {calls['replayed']} replayed; latency "
+        f"{cost['latency_s']['live']:.2f} s live / {cost['latency_s']['replayed']:.2f} s replayed (as recorded)"
+    )
+    if len(cost["by_model"]) > 1:
+        console.print(_split_table("by model", cost["by_model"], "model"))
+    by_task = cost.get("by_task") or {}
+    if by_task:
+        more = f" (top {MAX_TASK_ROWS} of {len(by_task)}; all in --json)" if len(by_task) > MAX_TASK_ROWS else ""
+        console.print(_split_table(f"by task{more}", by_task, "task", MAX_TASK_ROWS))
     unattributed = cost.get("unattributed") or {}
     if unattributed.get("simulations"):
         roles = ", ".join(f"{role} {money(usd)}" for role, usd in unattributed["by_role"].items())
