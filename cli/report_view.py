@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
 from tauproxy_cli.output import out_console
 
 # Grid cell marks: the outcome, then where the trial's model calls came from.
@@ -111,12 +112,16 @@ def tally_money(tally: dict[str, Any]) -> str:
 MAX_TASK_ROWS = 10
 
 
-def _split_table(title: str, split: dict[str, Any], first: str, limit: int | None = None) -> Table:
+def _split_table(
+    title: str, split: dict[str, Any], first: str, limit: int | None = None, total: dict[str, Any] | None = None
+) -> Table:
     table = Table(title=title, show_edge=False)
     table.add_column(first)
     for name in ("live (spent)", "replayed (saved)", "calls live/replayed", "tokens in/out live", "tokens replayed"):
         table.add_column(name, justify="right")
     rows = sorted(split.items(), key=lambda item: -(item[1]["live"]["known_usd"] + item[1]["replayed"]["known_usd"]))
+    if total is not None:
+        rows.append(("total", total))
     for name, row in rows[:limit] if limit else rows:
         live, replayed = row["live"], row["replayed"]
         table.add_row(name, tally_money(live), tally_money(replayed), f"{live['calls']}/{replayed['calls']}",
@@ -127,9 +132,10 @@ def _split_table(title: str, split: dict[str, Any], first: str, limit: int | Non
 
 def _print_costs(console: Console, summary: dict[str, Any]) -> None:
     cost, calls = summary["cost"], summary["calls"]
-    console.print(_split_table("cost by role: live (spent) vs replayed (saved)", cost["by_role"], "role"))
+    totals = {"live": cost["live"], "replayed": cost["replayed"]}
+    console.print(_split_table("cost by role: live (spent) vs replayed (saved)", cost["by_role"], "role",
+                               total=totals))
     console.print(
-        f"[bold]total[/]: live {tally_money(cost['live'])}, replayed (saved) {tally_money(cost['replayed'])}; "
         f"calls {calls['live']} live / {calls['replayed']} replayed; latency "
         f"{cost['latency_s']['live']:.2f} s live / {cost['latency_s']['replayed']:.2f} s replayed (as recorded)"
     )
