@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from tauproxy_cli.run_flags import RunFlags
 from tauproxy_cli.run_options import with_run_options
-from tauproxy_cli.run_setup import RunFlags
 
 if TYPE_CHECKING:
     from tauproxy.runner.bisect import BisectStep
@@ -48,12 +49,11 @@ def bisect_command(
     """Binary-search agent configs for the first that scores more than --max-drop below the first."""
     from dataclasses import replace
 
-    from tauproxy_cli.output import err_console, out_console, print_json, warn
-    from tauproxy_cli.run_setup import build_run_config
-
     from tauproxy.errors import ConfigError
     from tauproxy.runner.bisect import bisect_configs
     from tauproxy.runner.config import RunConfig, load_agent_config
+    from tauproxy_cli.output import err_console, out_console, print_json, warn
+    from tauproxy_cli.run_setup import build_run_config
 
     if flags.agent_config is not None:
         raise ConfigError("--agent-config: bisect takes its agent configs from --configs")

@@ -27,11 +27,11 @@ def check_command(
 ) -> None:
     """Compare a run with a baseline on their common tasks; the exit code is the verdict."""
     from rich.markup import escape
-    from tauproxy_cli.output import error, out_console, print_json
 
     from tauproxy.errors import TauproxyError
     from tauproxy.reports.regression import Verdict, check_metric, compare_scores
     from tauproxy.runner.results_dir import load_results
+    from tauproxy_cli.output import error, out_console, print_json
 
     # Options are validated here rather than by typer: a usage error exits 2, which
     # `git bisect run` would read as "bad".

@@ -16,10 +16,9 @@ def diff_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print the diff as JSON.")] = False,
 ) -> None:
     """Per-task pass counts in A vs B, and for each flipped trial its first divergence and cause."""
-    from tauproxy_cli.output import print_json
-
     from tauproxy.reports.run_diff import diff_runs, render_diff
     from tauproxy.runner.results_dir import load_results
+    from tauproxy_cli.output import print_json
 
     diff = diff_runs(load_results(a), load_results(b), cassette or [])
     if json_output:

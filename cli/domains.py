@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -30,6 +30,10 @@ def list_command(json_output: Annotated[bool, typer.Option("--json")] = False) -
         )
 
 
+def _tool_row(function: Any) -> dict[str, str]:
+    return {"name": function.name, "kind": function.mark.kind, "description": function.description}
+
+
 @app.command("show")
 def show_command(name: str, json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Show one pack: its tools and tasks."""
@@ -41,8 +45,8 @@ def show_command(name: str, json_output: Annotated[bool, typer.Option("--json")]
         "name": pack.name,
         "root": str(pack.root),
         "content_sha256": pack.content_sha256,
-        "agent_tools": [{"name": f.name, "kind": f.mark.kind, "description": f.description} for f in pack.agent_tools()],
-        "user_tools": [{"name": f.name, "kind": f.mark.kind, "description": f.description} for f in pack.user_tools()],
+        "agent_tools": [_tool_row(f) for f in pack.agent_tools()],
+        "user_tools": [_tool_row(f) for f in pack.user_tools()],
         "tasks": [t.id for t in pack.tasks],
     }
     if json_output:

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
+from tauproxy_cli.run_flags import RunFlags
 from tauproxy_cli.run_options import with_run_options
-from tauproxy_cli.run_setup import RunFlags
 
 
 @with_run_options

@@ -34,12 +34,11 @@ def report_command(
     )] = None,
 ) -> None:
     """Report pass^1..pass^k with 95% intervals, rewards, terminations, calls and cost."""
-    from tauproxy_cli.output import err_console, print_json, warn
-    from tauproxy_cli.report_view import print_summary
-
     from tauproxy.errors import ConfigError
     from tauproxy.reports.load import load_runs
     from tauproxy.reports.summary import summarize
+    from tauproxy_cli.output import err_console, print_json, warn
+    from tauproxy_cli.report_view import print_summary
 
     if json_output and output_format is ReportFormat.TAU2:
         raise ConfigError("--json and --format tau2 both choose what is printed; give one of them")

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tauproxy_cli.run_setup import RunFlags
+from tauproxy_cli.run_flags import RunFlags
 
 AGENT = "Agent, user and judge"
 RUN = "Tasks and trials"

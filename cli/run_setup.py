@@ -1,41 +1,12 @@
-"""Turns `run`-style flags into one RunConfig; `run` and `estimate` share it."""
+"""Turns `run`-style flags into one RunConfig; `run`, `estimate`, `bisect` and `demo` share it."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from pathlib import Path
 
 from tauproxy.engine.agent import AgentPrompt
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.errors import ConfigError
 from tauproxy.runner.config import RunConfig, load_agent_config, parse_llm_args, parse_record_mode
-
-
-@dataclass
-class RunFlags:
-    domain: str = "mock"
-    agent_llm: str | None = None
-    agent_llm_args: str | None = None
-    agent_config: Path | None = None
-    agent_impl: str | None = None
-    user_llm: str = "scripted/user"
-    user_llm_args: str | None = None
-    judge_llm: str = "scripted/judge"
-    judge_llm_args: str | None = None
-    num_trials: int = 1
-    num_tasks: int | None = None
-    task_ids: list[str] | None = None
-    tasks_file: Path | None = None
-    seed: int = 300
-    max_concurrency: int = 1
-    max_steps: int = 200
-    max_errors: int = 10
-    solo: bool = False
-    save_to: Path | None = None
-    cassette: Path | None = None
-    record_mode: str = "auto"
-    prices: Path | None = None
-    max_cost: float | None = None
+from tauproxy_cli.run_flags import RunFlags
 
 
 def build_run_config(flags: RunFlags) -> RunConfig:

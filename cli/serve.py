@@ -30,12 +30,11 @@ def serve_command(
     prices: Annotated[Path | None, typer.Option(help="Prices file overriding litellm's price map.")] = None,
 ) -> None:
     """Serve /v1/chat/completions from a cassette; misses go live and are recorded (mode permitting)."""
-    from tauproxy_cli.output import warn
-
     from tauproxy.runner.config import RecordMode, parse_record_mode
     from tauproxy.serve.config import ServeConfig, load_upstream_map
     from tauproxy.serve.server import serve
     from tauproxy.store.cassette import Cassette
+    from tauproxy_cli.output import warn
 
     mode = parse_record_mode(record_mode)
     if mode == RecordMode.ONCE and cassette is not None:

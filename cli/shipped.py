@@ -7,12 +7,14 @@ import tempfile
 from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tauproxy.runner.manifest import CassetteManifest, ManifestRun, load_manifest, write_manifest
-from tauproxy_cli.run_setup import RunFlags, build_run_config
+from tauproxy_cli.run_flags import RunFlags
+
+if TYPE_CHECKING:
+    from tauproxy.runner.manifest import ManifestRun
 
 REPLAY_FLAGS = {"cassette", "record_mode", "save_to"}
 
@@ -30,6 +32,7 @@ def manifest_flags(run: ManifestRun, cassette: Path, mode: str, save_to: Path) -
 def _execute(flags: RunFlags) -> dict:
     from tauproxy.reports.summary import summarize
     from tauproxy.runner.run import execute
+    from tauproxy_cli.run_setup import build_run_config
 
     return summarize(execute(build_run_config(flags)).results)
 
@@ -38,6 +41,7 @@ def replay_check_command(
     cassettes: Annotated[list[Path], typer.Argument(help="Shipped cassette directories (with manifest.json).")],
 ) -> None:
     """Replay every run of each manifest strictly offline; fail unless all calls replay and scores match."""
+    from tauproxy.runner.manifest import load_manifest
     from tauproxy_cli.output import error, out_console
 
     failures = 0
@@ -51,8 +55,8 @@ def replay_check_command(
                 if not same or live:
                     failures += 1
                     error(f"{cassette.name}/{run.name}: pass^k {summary['pass_hat_k']} (expected "
-                          f"{run.expected_pass_hat_k}), {summary['calls']['replayed']} replayed (expected {run.calls}), "
-                          f"{live} live")
+                          f"{run.expected_pass_hat_k}), {summary['calls']['replayed']} replayed "
+                          f"(expected {run.calls}), {live} live")
                 else:
                     out_console.print(f"{cassette.name}/{run.name}: {run.calls} calls replayed, pass^k matches")
     if failures:
@@ -67,6 +71,7 @@ def rerecord_command(
     Use after a deliberate change that alters requests (prompt texts, tools, the key); commit the result.
     """
     from tauproxy import __version__
+    from tauproxy.runner.manifest import CassetteManifest, load_manifest, write_manifest
     from tauproxy_cli.output import out_console
 
     manifest = load_manifest(cassette)

@@ -10,10 +10,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from tauproxy_cli.output import out_console, print_json
 
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import SimulationRun
+from tauproxy_cli.output import out_console, print_json
 
 ROLE_STYLES = {"assistant": "cyan", "user": "green", "tool": "yellow", "system": "magenta"}
 SOURCE_LABELS = {"live": "live", "replay": "replayed"}
