@@ -81,8 +81,8 @@ class DomainPack:
     user_policy: str | None = None
     content_sha256: str = ""
     module: ModuleType | None = field(default=None, repr=False)
-    # Golden end-state hash per task id: the same for every trial, so computed once per pack.
-    golden_hashes: dict[str, str] = field(default_factory=dict, repr=False)
+    # Golden end state per task id: the same for every trial, so computed once per pack.
+    golden_states: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def agent_tools(self) -> list[DomainFunction]:
         return [f for f in self.functions.values() if f.mark.role == "tool" and f.mark.side == "assistant"]

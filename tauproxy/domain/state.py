@@ -155,8 +155,31 @@ class State:
 
     def table_names(self) -> list[str]:
         names = list(self._base.table_names)
-        names.extend(name for name in self._overlay if name not in names)
+        # A table only read (never written) must not appear: reading is not a change of state.
+        names.extend(name for name in self._overlay if name not in names and self._ids(name))
         return names
+
+    def _record_text(self, table: str, rid: str) -> str | None:
+        """One record's canonical JSON as this state has it (None: absent), without parsing or caching."""
+        overlay = self._overlay.get(table, {})
+        if rid in overlay:
+            value = overlay[rid]
+            return None if value is _DELETED else _dumps(value)
+        return self._base.record_json(table, rid)
+
+    def same_as(self, other: State) -> bool:
+        """True exactly when both states' `canonical_json()` (and so `sha256()`) are equal.
+
+        Two trials of a domain share one base, so only records that either side touched can differ:
+        the comparison costs O(touched records) instead of serialising thousands of records twice.
+        """
+        if self._base is not other._base:
+            return self.canonical_json() == other.canonical_json()
+        for table in set(self._overlay) | set(other._overlay):
+            touched = set(self._overlay.get(table, {})) | set(other._overlay.get(table, {}))
+            if any(self._record_text(table, rid) != other._record_text(table, rid) for rid in touched):
+                return False
+        return True
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return {name: dict(self.table(name).items()) for name in self.table_names()}

@@ -17,6 +17,7 @@ from tauproxy.data_model.result import (
 )
 from tauproxy.data_model.task import Action, RewardType, Task
 from tauproxy.domain.pack import DomainPack
+from tauproxy.domain.state import State
 from tauproxy.engine.environment import Environment
 
 NLJudge = Callable[[list[Message], list[str]], list[NLAssertionCheck]]
@@ -37,7 +38,9 @@ def evaluate(
     final_env = replay_writes(pack, task, messages)
     for basis in criteria.reward_basis:
         if basis == RewardType.DB:
-            match = final_env.state_hash() == golden_hash(pack, task)
+            # Equal states are exactly equal sha256 of sorted-key JSON; same_as decides it from the
+            # records either side touched, without hashing the whole DB twice per trial.
+            match = final_env.state.same_as(golden_state(pack, task))
             info.db_check = DBCheck(db_match=match, db_reward=float(match))
             breakdown[basis] = float(match)
         elif basis == RewardType.ENV_ASSERTION:
@@ -86,11 +89,11 @@ def golden_environment(pack: DomainPack, task: Task) -> Environment:
     return env
 
 
-def golden_hash(pack: DomainPack, task: Task) -> str:
-    cached = pack.golden_hashes.get(task.id)
+def golden_state(pack: DomainPack, task: Task) -> State:
+    cached = pack.golden_states.get(task.id)
     if cached is None:
-        cached = golden_environment(pack, task).state_hash()
-        pack.golden_hashes[task.id] = cached
+        cached = golden_environment(pack, task).state
+        pack.golden_states[task.id] = cached
     return cached
 
 
