@@ -31,3 +31,5 @@ class RunFlags:
     record_mode: str = "auto"
     prices: Path | None = None
     max_cost: float | None = None
+    executor: str = "thread"
+    ray_address: str | None = None

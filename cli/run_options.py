@@ -39,7 +39,8 @@ RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
                         rich_help_panel=RUN),
     "tasks_file": _option(None, Path | None, help="Use this tasks.json.", rich_help_panel=RUN),
     "seed": _option(300, int, help="Run seed; per-trial seeds derive from it.", rich_help_panel=RUN),
-    "max_concurrency": _option(1, int, min=1, help="Trials at once.", rich_help_panel=RUN),
+    "max_concurrency": _option(1, int, min=1, help="Trials at once (thread); live calls at once, cluster-wide (ray).",
+                               rich_help_panel=RUN),
     "max_steps": _option(200, int, min=1, help="Messages per trial before it stops.", rich_help_panel=RUN),
     "max_errors": _option(10, int, min=1, help="Tool errors per trial before it stops.", rich_help_panel=RUN),
     "solo": _option(False, bool, help="No user simulator; the agent holds both tool sets.", rich_help_panel=RUN),
@@ -50,6 +51,10 @@ RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
     "prices": _option(None, Path | None, help="Prices file (YAML/JSON, USD per token).", rich_help_panel=CASSETTE),
     "max_cost": _option(None, float | None, help="Stop starting trials past this live spend (USD).",
                         rich_help_panel=CASSETTE),
+    "executor": _option("thread", str, help="thread | ray (Ray: the optional ray extra of tauproxy).",
+                        rich_help_panel=RUN),
+    "ray_address": _option(None, str | None, help="Ray cluster to join (default: start a local instance).",
+                           rich_help_panel=RUN),
 }
 
 

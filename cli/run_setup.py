@@ -5,7 +5,7 @@ from __future__ import annotations
 from tauproxy.engine.agent import AgentPrompt
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.errors import ConfigError
-from tauproxy.runner.config import RunConfig, load_agent_config, parse_llm_args, parse_record_mode
+from tauproxy.runner.config import RunConfig, load_agent_config, parse_executor, parse_llm_args, parse_record_mode
 from tauproxy_cli.run_flags import RunFlags
 
 
@@ -20,6 +20,9 @@ def build_run_config(flags: RunFlags) -> RunConfig:
         prompt = config_file.prompt()
     if model is None:
         raise ConfigError("no agent model: pass --agent-llm or --agent-config")
+    executor = parse_executor(flags.executor)
+    if flags.ray_address is not None and executor != "ray":
+        raise ConfigError("--ray-address needs --executor ray")
     task_ids = None
     if flags.task_ids:
         task_ids = [t.strip() for item in flags.task_ids for t in item.split(",") if t.strip()]
@@ -44,4 +47,6 @@ def build_run_config(flags: RunFlags) -> RunConfig:
         record_mode=parse_record_mode(flags.record_mode),
         prices=flags.prices,
         max_cost=flags.max_cost,
+        executor=executor,
+        ray_address=flags.ray_address,
     )

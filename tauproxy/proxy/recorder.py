@@ -6,21 +6,89 @@ replay can never reach the network or import a provider SDK.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from tauproxy.data_model.call import Usage
+from tauproxy.data_model.call import CallRole, Usage
 from tauproxy.errors import ReplayMissError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Completion, PreparedCall, Transport
 from tauproxy.proxy.wire import response_from_wire, response_to_wire
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.diff import miss_message
+from tauproxy.store.entry import CassetteEntry
 
 
 class CassetteMode(StrEnum):
     REPLAY = "replay"  # hits only; a miss is an error
     RECORD = "record"  # always live; every call recorded
     AUTO = "auto"  # hits replay; misses go live and are recorded
+
+
+@dataclass(frozen=True)
+class CallRecording:
+    """Everything `Cassette.record` needs for one live call, as one value.
+
+    The thread path writes it at once; a Ray worker returns it to the driver, the single writer
+    (proxy/collector.py). It holds the canonical wire request, never connection settings, so it can
+    travel between processes without carrying a key.
+    """
+
+    wire_request: dict[str, Any]
+    response_body: dict[str, Any]
+    key: str
+    sample_key: str
+    task_id: str
+    trial: int
+    occurrence: int
+    seed: int | None
+    role: CallRole
+    call_index: int
+    usage: Usage
+    cost_usd: float | None
+    price_source: str | None
+    latency_s: float
+
+    @classmethod
+    def of(cls, call: PreparedCall, completion: Completion, pricing: Pricing) -> CallRecording:
+        response = completion.response
+        cost = pricing.cost(call.request.model, response.usage)
+        return cls(
+            wire_request=call.wire,
+            response_body=response_to_wire(response, call.request.model),
+            key=call.key,
+            sample_key=call.sample_key,
+            task_id=call.context.scope.task_id,
+            trial=call.context.scope.trial,
+            occurrence=call.occurrence,
+            seed=call.request.seed,
+            role=call.context.role,
+            call_index=call.context.call_index,
+            usage=response.usage,
+            cost_usd=cost.usd,
+            price_source=cost.source,
+            latency_s=completion.latency_s,
+        )
+
+    def write(self, cassette: Cassette) -> CassetteEntry:
+        """Append durably (fsynced before return), exactly as a direct `Cassette.record` would."""
+        return cassette.record(
+            wire_request=self.wire_request,
+            response_body=self.response_body,
+            key=self.key,
+            sample_key=self.sample_key,
+            task_id=self.task_id,
+            trial=self.trial,
+            occurrence=self.occurrence,
+            seed=self.seed,
+            role=self.role,
+            call_index=self.call_index,
+            usage=self.usage,
+            cost_usd=self.cost_usd,
+            price_source=self.price_source,
+            latency_s=self.latency_s,
+        )
 
 
 class CassetteTransport:
@@ -54,25 +122,7 @@ class CassetteTransport:
         return completion
 
     def _record(self, call: PreparedCall, completion: Completion) -> None:
-        response = completion.response
-        usage: Usage = response.usage
-        cost = self._pricing.cost(call.request.model, usage)
-        self.cassette.record(
-            wire_request=call.wire,
-            response_body=response_to_wire(response, call.request.model),
-            key=call.key,
-            sample_key=call.sample_key,
-            task_id=call.context.scope.task_id,
-            trial=call.context.scope.trial,
-            occurrence=call.occurrence,
-            seed=call.request.seed,
-            role=call.context.role,
-            call_index=call.context.call_index,
-            usage=usage,
-            cost_usd=cost.usd,
-            price_source=cost.source,
-            latency_s=completion.latency_s,
-        )
+        CallRecording.of(call, completion, self._pricing).write(self.cassette)
 
     def close(self) -> None:
         if self._live is not None:

@@ -6,7 +6,7 @@ import json
 import tomllib
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -38,6 +38,18 @@ class RecordMode(StrEnum):
 
 # vcrpy's names, accepted so its users need not learn ours.
 RECORD_MODE_ALIASES = {"none": RecordMode.REPLAY, "all": RecordMode.RECORD, "new_episodes": RecordMode.AUTO}
+
+
+# Where trials run: threads in this process, or Ray tasks (a local instance or a cluster).
+Executor = Literal["thread", "ray"]
+
+
+def parse_executor(value: str) -> Executor:
+    value = value.strip().lower()
+    for name in get_args(Executor):
+        if value == name:
+            return name
+    raise ConfigError(f"unknown executor {value!r} (choose from: {', '.join(get_args(Executor))})")
 
 
 def parse_record_mode(value: str) -> RecordMode:
@@ -129,3 +141,7 @@ class RunConfig(BaseModel):
     prices: Path | None = None
     max_cost: float | None = Field(None, ge=0)
     solo: bool = False
+    # Under "thread", max_concurrency is the number of trials at once; under "ray" it caps live model
+    # calls across the cluster, and the trials at once are the cluster's CPUs (see runner/ray_executor.py).
+    executor: Executor = "thread"
+    ray_address: str | None = None  # None: start a local Ray instance for the run

@@ -1,4 +1,10 @@
-"""Run tasks x trials with a thread pool, save each finished trial at once, and write results."""
+"""Run tasks x trials, save each finished trial at once, and write results.
+
+Trials run on a thread pool in this process (`--executor thread`, the default, here) or as Ray tasks
+(`--executor ray`, runner/ray_executor.py, imported only when asked for). Both save and report a
+finished trial the same way (`PreparedRun.keep`), so results, resume and progress do not depend on
+the executor.
+"""
 
 from __future__ import annotations
 
@@ -90,6 +96,16 @@ class PreparedRun:
     def pending(self) -> list[TrialSpec]:
         return [spec for spec in self.specs if spec.run_id not in self.finished]
 
+    def keep(
+        self, done: list[SimulationRun], simulation: SimulationRun, already: int, progress: ProgressCallback | None
+    ) -> None:
+        """A trial finished: save it at once (a crash loses nothing finished) and report progress."""
+        done.append(simulation)
+        if self.results_dir:
+            self.results_dir.append(simulation)
+        if progress:
+            progress(simulation, already + len(done), len(self.specs))
+
     def execute(self, progress: ProgressCallback | None = None) -> RunOutcome:
         transport = build_transport(self.config, self.pack, self.pricing)
         warnings = transport_warnings(transport)
@@ -109,6 +125,10 @@ class PreparedRun:
 def prepare(config: RunConfig) -> PreparedRun:
     if config.agent_impl:
         load_agent_factory(config.agent_impl)  # fail before the first trial, not inside it
+    if config.executor == "ray":
+        from tauproxy.runner.ray_executor import import_ray
+
+        import_ray()  # the install hint now, not after the progress bar has started
     pack = load_pack(config.domain, config.tasks_file)
     tasks = select_tasks(pack, config)
     seeds = trial_seeds(config.seed, config.num_trials)
@@ -125,6 +145,17 @@ def execute(config: RunConfig, progress: ProgressCallback | None = None) -> RunO
 
 
 def _run_pending(
+    run: PreparedRun, transport: Transport, progress: ProgressCallback | None
+) -> tuple[list[SimulationRun], str | None]:
+    """Run the trials not finished yet; returns them and why the run stopped early, if it did."""
+    if run.config.executor == "ray":
+        from tauproxy.runner.ray_executor import run_on_ray
+
+        return run_on_ray(run, transport, progress)
+    return _run_on_threads(run, transport, progress)
+
+
+def _run_on_threads(
     run: PreparedRun, transport: Transport, progress: ProgressCallback | None
 ) -> tuple[list[SimulationRun], str | None]:
     done: list[SimulationRun] = []
@@ -147,12 +178,7 @@ def _run_pending(
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
                 running.pop(future)
-                simulation = future.result()
-                done.append(simulation)
-                if run.results_dir:
-                    run.results_dir.append(simulation)
-                if progress:
-                    progress(simulation, already + len(done), len(run.specs))
+                run.keep(done, future.result(), already, progress)
     return done, stopped
 
 

@@ -68,6 +68,7 @@ from tauproxy.store.format import (
     encode_call,
     encode_msg_text,
     encode_node,
+    scan_bytes,
     scan_file,
 )
 
@@ -162,6 +163,7 @@ class Cassette:
         self._history: list[tuple[int | None, CassetteEntry]] = []
         self._identity: tuple[int, int] | None = None
         self._size = 0
+        self._snapshot = False  # built from bytes (a Ray worker's copy): never reloads, never writes
 
     @classmethod
     def open(cls, path: Path, create: bool = True) -> Cassette:
@@ -176,6 +178,29 @@ class Cassette:
         cassette.reload()
         return cassette
 
+    @classmethod
+    def snapshot(cls, directory: Path, data: bytes) -> Cassette:
+        """A read-only cassette from the bytes of a `calls.jsonl` (see `read_bytes`), indexed in memory.
+
+        Ray workers replay from this copy, shipped by the driver through the object store, so no node
+        needs the cassette on a shared mount. `directory` only names the origin in messages; `record`
+        and `reload` refuse, so a worker cannot write the cassette even by mistake.
+        """
+        cassette = cls(Path(directory).absolute())
+        cassette._snapshot = True
+        cassette._index(scan_bytes(cassette.file, data))
+        return cassette
+
+    def read_bytes(self) -> bytes:
+        """The file's bytes as they are now, read under the lock (never a write in progress)."""
+        with self._lock, locked(self.directory, read_only_ok=True):
+            try:
+                return self.file.read_bytes()
+            except FileNotFoundError:
+                return b""
+            except OSError as exc:
+                raise CassetteError(f"cannot read {self.file}: {exc.strerror or exc}") from None
+
     @staticmethod
     def _create(directory: Path) -> None:
         try:
@@ -188,6 +213,7 @@ class Cassette:
 
     def reload(self) -> None:
         """Forget what is in memory and read the file again."""
+        self._refuse_if_snapshot("reload")
         with self._lock, locked(self.directory, read_only_ok=True):
             self._load_locked()
 
@@ -401,6 +427,7 @@ class Cassette:
         latency_s: float,
     ) -> CassetteEntry:
         """Append one call durably (fsynced before return) and index it. See the module docstring."""
+        self._refuse_if_snapshot("record")
         wire = flat_wire(wire_request)
         canonical = _secret_free(wire)
         _check_keys(wire, key, sample_key, seed, task_id, trial, occurrence)
@@ -425,6 +452,10 @@ class Cassette:
         with self._lock, locked(self.directory):
             self._append_locked(entry, parts)
         return entry
+
+    def _refuse_if_snapshot(self, action: str) -> None:
+        if self._snapshot:
+            raise CassetteError(f"cannot {action} {self.file}: this is a read-only in-memory snapshot of it")
 
     def _append_locked(self, entry: CassetteEntry, parts: _Parts) -> None:
         try:

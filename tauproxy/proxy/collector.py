@@ -1,0 +1,29 @@
+"""The cassette layer of a Ray worker: it replays like CassetteTransport but never writes.
+
+A hit replays from the worker's read-only snapshot of the cassette. A miss goes live as in the run's
+mode, and the new call is collected as a `CallRecording` instead of appended. The worker returns the
+collected calls with the trial's SimulationRun; the driver, the cassette's single writer, appends each
+with `Cassette.record` (same lock, single write and fsync) before it saves the trial.
+
+Lookups behave as on the thread path: a sample key names its (task, trial, occurrence), so one trial
+can never hit a call recorded by another trial of the same run, and not seeing the other trials'
+new calls changes nothing.
+"""
+
+from __future__ import annotations
+
+from tauproxy.proxy.pricing import Pricing
+from tauproxy.proxy.recorder import CallRecording, CassetteMode, CassetteTransport
+from tauproxy.proxy.transport import Completion, PreparedCall, Transport
+from tauproxy.store.cassette import Cassette
+
+
+class CollectingTransport(CassetteTransport):
+    """CassetteTransport whose recorder keeps new calls in `collected` for one trial."""
+
+    def __init__(self, cassette: Cassette, mode: CassetteMode, live: Transport | None, pricing: Pricing) -> None:
+        super().__init__(cassette, mode, live, pricing)
+        self.collected: list[CallRecording] = []
+
+    def _record(self, call: PreparedCall, completion: Completion) -> None:
+        self.collected.append(CallRecording.of(call, completion, self._pricing))

@@ -1,0 +1,283 @@
+"""`--executor ray`: the same cassette and identical results as the thread executor.
+
+One Ray instance (2 CPUs, so 2 workers) is started by this module and every `tauproxy run --executor
+ray` joins it with `--ray-address`, except the worker-kill test, which lets the run start its own
+local instance (the path users take without a cluster). The stub upstream serves the `openai/stub`
+agent; the user simulator and the judge are scripted, so only agent calls reach it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import load_stripped, report_json, run_cli
+
+from tauproxy.runner.ray_slots import LiveSlots
+from tauproxy.store.cassette import Cassette
+
+pytestmark = pytest.mark.ray
+
+
+def ray_importable() -> bool:
+    # An import, not find_spec: a broken or blocked Ray (see the hint test) counts as missing too.
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_ray = pytest.mark.skipif(not ray_importable(), reason="needs the ray extra: pip install -e '.[ray]'")
+
+TRIALS = "2"
+AIRLINE_TASKS = "5"
+KILLED = "create_task:1"
+
+
+def agent_args(url: str) -> str:
+    return json.dumps({"api_base": url, "api_key": "sk-x", "num_retries": 0})
+
+
+def run_args(domain: str, url: str, cassette: Path, save_to: Path, *extra: str) -> list[str]:
+    args = ["run", "--domain", domain, "--agent-llm", "openai/stub", "--agent-llm-args", agent_args(url),
+            "--num-trials", TRIALS, "--cassette", str(cassette), "--save-to", str(save_to), *extra]
+    if domain == "airline":
+        args += ["--num-tasks", AIRLINE_TASKS]
+    return args
+
+
+def comparable(path: Path) -> dict[str, Any]:
+    """Results minus what differs by design between two recordings of the same run: wall-clock
+    fields, each call's live/replay mark and latency, and the cassette's path and mode."""
+    data = load_stripped(path)
+    for name in ("record_mode", "cassette"):
+        data["info"].pop(name, None)
+    for simulation in data["simulations"]:
+        for call in simulation["calls"]:
+            call.pop("source")
+            call.pop("latency_s")
+    return data
+
+
+def sample_keys(results: Path) -> set[str]:
+    data = json.loads(results.read_text())
+    return {call["sample_key"] for sim in data["simulations"] for call in sim["calls"]}
+
+
+class InFlight:
+    """Counts the stub's concurrent chat requests: the cluster-wide live-call limit seen from outside."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+
+    def wrap(self, handler: Any) -> Any:
+        def counted(request_handler: Any) -> None:
+            with self._lock:
+                self.now += 1
+                self.peak = max(self.peak, self.now)
+            try:
+                handler(request_handler)
+            finally:
+                with self._lock:
+                    self.now -= 1
+
+        return counted
+
+
+@dataclass
+class Recorded:
+    tmp: Path
+    url: str
+    stub: Any
+    address: str
+    inflight: dict[str, int]  # domain -> peak concurrent stub requests while Ray recorded it
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    """Mock (10 tasks) and airline (5 tasks) recorded on Ray and, with the same seeds, on threads."""
+    import ray
+    import stub_upstream
+
+    tmp = tmp_path_factory.mktemp("ray")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    counter = InFlight()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stub_upstream._Handler, "do_POST", counter.wrap(stub_upstream._Handler.do_POST))
+        stub = stub_upstream.StubUpstream().start()
+        try:
+            address = ray.get_runtime_context().gcs_address
+            peaks: dict[str, int] = {}
+            # A small delay makes two workers' calls overlap unless the limit holds them apart.
+            stub.configure(delay_s=0.01)
+            for domain, limit in (("mock", "1"), ("airline", "2")):
+                counter.peak = 0
+                run_cli(*run_args(domain, stub.url, tmp / f"{domain}-ray.cas", tmp / f"{domain}-ray"),
+                        "--record-mode", "record", "--executor", "ray", "--ray-address", address,
+                        "--max-concurrency", limit)
+                peaks[domain] = counter.peak
+            stub.configure(delay_s=0)
+            for domain in ("mock", "airline"):
+                run_cli(*run_args(domain, stub.url, tmp / f"{domain}-thread.cas", tmp / f"{domain}-thread"),
+                        "--record-mode", "record", "--max-concurrency", "2")
+            yield Recorded(tmp, stub.url, stub, address, peaks)
+        finally:
+            stub.stop()
+            ray.shutdown()
+
+
+@needs_ray
+@pytest.mark.parametrize("domain", ["mock", "airline"])
+def test_recorded_on_ray_replays_identically_on_threads(recorded: Recorded, domain: str) -> None:
+    tmp = recorded.tmp
+    cassette = tmp / f"{domain}-ray.cas"
+    before = recorded.stub.request_count
+    run_cli(*run_args(domain, recorded.url, cassette, tmp / f"{domain}-replay"), "--record-mode", "replay")
+    assert recorded.stub.request_count == before, "strict replay sent nothing upstream"
+    replay = comparable(tmp / f"{domain}-replay" / "results.json")
+    assert replay == comparable(tmp / f"{domain}-thread" / "results.json")
+    assert replay == comparable(tmp / f"{domain}-ray" / "results.json")
+    # Same cassette entries, call for call, whichever executor recorded them.
+    ray_keys = {e.sample_key for e in Cassette.open(cassette, create=False).entries()}
+    thread_keys = {e.sample_key for e in Cassette.open(tmp / f"{domain}-thread.cas", create=False).entries()}
+    assert ray_keys == thread_keys == sample_keys(tmp / f"{domain}-ray" / "results.json")
+    report = report_json(tmp / f"{domain}-replay")
+    assert report["calls"]["live"] == 0 and report["calls"]["replayed"] == len(ray_keys)
+    assert report["pass_hat_k"] == report_json(tmp / f"{domain}-thread")["pass_hat_k"]
+    run_cli("cassette", "verify", str(cassette))
+
+
+@needs_ray
+def test_replay_on_ray_from_the_shipped_snapshot(recorded: Recorded) -> None:
+    """Workers replay from the bytes the driver shipped: strict replay on Ray, nothing live."""
+    tmp = recorded.tmp
+    before = recorded.stub.request_count
+    run_cli(*run_args("mock", recorded.url, tmp / "mock-ray.cas", tmp / "mock-ray-replay"),
+            "--record-mode", "replay", "--executor", "ray", "--ray-address", recorded.address)
+    assert recorded.stub.request_count == before
+    assert comparable(tmp / "mock-ray-replay" / "results.json") == comparable(tmp / "mock-thread" / "results.json")
+    assert report_json(tmp / "mock-ray-replay")["calls"]["live"] == 0
+
+
+@needs_ray
+def test_replay_miss_on_ray_is_a_plain_error(recorded: Recorded) -> None:
+    tmp = recorded.tmp
+    prompt = tmp / "agent.toml"
+    prompt.write_text('model = "openai/stub"\nsystem_prompt = "Always double-check ids."\n')
+    proc = run_cli(*run_args("mock", recorded.url, tmp / "mock-ray.cas", tmp / "mock-miss"),
+                   "--agent-config", str(prompt), "--record-mode", "replay", "--num-tasks", "1",
+                   "--executor", "ray", "--ray-address", recorded.address, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "replay miss" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@needs_ray
+def test_max_concurrency_limits_live_calls_across_workers(recorded: Recorded) -> None:
+    assert recorded.inflight["mock"] == 1, "two workers, --max-concurrency 1: one live call at a time"
+    assert 1 <= recorded.inflight["airline"] <= 2
+
+
+@needs_ray
+def test_killed_worker_loses_no_recorded_call(recorded: Recorded, tmp_path: Path) -> None:
+    """A worker dies after making every call of one trial; the trial is retried, nothing is lost."""
+    cassette, run_dir = tmp_path / "cas", tmp_path / "killed"
+    stub = recorded.stub
+    before = stub.request_count
+    # No --ray-address: the run starts (and stops) its own local instance.
+    run_cli(*run_args("mock", recorded.url, cassette, run_dir), "--num-tasks", "4", "--executor", "ray",
+            env={"TAUPROXY_TEST_KILL_TRIAL": KILLED})
+    results = json.loads((run_dir / "results.json").read_text())
+    assert len(results["simulations"]) == 8
+    assert all(s["termination_reason"] != "infrastructure_error" for s in results["simulations"])
+    stored = {e.sample_key for e in Cassette.open(cassette, create=False).entries()}
+    assert sample_keys(run_dir / "results.json") <= stored, "every call in the results is in the cassette"
+    killed = next(s for s in results["simulations"] if s["id"] == KILLED)
+    upstream_calls = sum(1 for s in results["simulations"] for c in s["calls"] if c["model"] == "openai/stub")
+    redone = sum(1 for c in killed["calls"] if c["model"] == "openai/stub")
+    assert redone > 0
+    assert stub.request_count - before == upstream_calls + redone, "only the dead attempt's calls went live twice"
+    run_cli("cassette", "verify", str(cassette))
+    # The retried trial is the trial a thread run records.
+    thread = {s["id"]: s for s in comparable(recorded.tmp / "mock-thread" / "results.json")["simulations"]}
+    for simulation in comparable(run_dir / "results.json")["simulations"]:
+        assert simulation == thread[simulation["id"]]
+
+
+@needs_ray
+def test_max_cost_holds_on_ray_and_a_thread_run_resumes(recorded: Recorded, tmp_path: Path) -> None:
+    price_in, price_out = 2e-6, 8e-6
+    prices = tmp_path / "prices.json"
+    price = {"input_cost_per_token": price_in, "output_cost_per_token": price_out}
+    prices.write_text(json.dumps({"openai/stub": price}))
+    thread = json.loads((recorded.tmp / "mock-thread" / "results.json").read_text())
+    first_four = [t["id"] for t in thread["tasks"][:4]]
+    full = sum(c["usage"]["prompt_tokens"] * price_in + c["usage"]["completion_tokens"] * price_out
+               for s in thread["simulations"] if s["task_id"] in first_four
+               for c in s["calls"] if c["model"] == "openai/stub")
+    budget = full / 3
+    run_dir = tmp_path / "budget"
+    args = ["run", "--domain", "mock", "--agent-llm", "openai/stub", "--agent-llm-args", agent_args(recorded.url),
+            "--num-tasks", "4", "--num-trials", TRIALS, "--prices", str(prices), "--save-to", str(run_dir)]
+    first = run_cli(*args, "--max-cost", str(budget), "--executor", "ray", "--ray-address", recorded.address)
+    assert "budget" in first.stderr
+    partial = report_json(run_dir)
+    assert 0 < partial["cost"]["live_usd"] <= budget
+    assert sum(t["trials"] for t in partial["tasks"]) < 8
+    run_cli(*args)  # the same --save-to resumes, here on threads
+    assert sum(t["trials"] for t in report_json(run_dir)["tasks"]) == 8
+
+
+def test_without_ray_installed_one_line_hint(tmp_path: Path) -> None:
+    shim = tmp_path / "shim" / "ray"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text('raise ImportError("No module named \'ray\' (blocked by the test)")\n')
+    proc = run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-tasks", "1",
+                   "--executor", "ray", check=False, env={"PYTHONPATH": str(shim.parent)})
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'tauproxy[ray]'" in lines[0], proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--executor", "dask"], "unknown executor 'dask'"),
+        (["--ray-address", "127.0.0.1:6379"], "--ray-address needs --executor ray"),
+    ],
+)
+def test_bad_executor_flags(flags: list[str], message: str) -> None:
+    proc = run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", *flags, check=False)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_live_slots_free_what_a_dead_holder_left() -> None:
+    """The semaphore itself, without Ray: a dead attempt's slot is freed by its trial's retry."""
+
+    async def scenario() -> None:
+        slots = LiveSlots(1)
+        await slots.acquire("mock:0")  # then that worker dies holding it
+        waiter = asyncio.create_task(slots.acquire("mock:1"))
+        await asyncio.sleep(0.01)
+        assert not waiter.done(), "the limit holds"
+        await slots.forget("mock:0")  # the retried attempt of mock:0 starts
+        await asyncio.wait_for(waiter, 1)
+        await slots.release("mock:1")
+        await slots.release("mock:1")  # an extra release gives nothing back
+        await slots.acquire("a")
+        blocked = asyncio.create_task(slots.acquire("b"))
+        await asyncio.sleep(0.01)
+        assert not blocked.done()
+        blocked.cancel()
+        assert await slots.peak() == 1
+
+    asyncio.run(scenario())
