@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from math import comb
 
-import numpy as np
 from pydantic import BaseModel
 
 from tauproxy.data_model.result import SimulationRun, TerminationReason
@@ -89,6 +88,8 @@ def bootstrap_pass_hat_k_ci(
         return {}
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level}")
+    import numpy as np  # here, not at import: reports that print no interval never load it
+
     points = pass_hat_ks(counts)
     # per_task[k-1, i]: pass^k of task i.
     per_task = np.array(

@@ -12,6 +12,7 @@ import json
 import os
 import threading
 from datetime import UTC, datetime
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -86,14 +87,36 @@ class ResultsDir:
 
     def write_results(self, info: RunInfo, tasks: list[Task], runs: list[SimulationRun]) -> Results:
         results = Results(timestamp=utc_now(), info=info, tasks=tasks, simulations=runs)
-        _atomic_write(self.path / RESULTS_FILE, results.model_dump_json(indent=2, exclude_none=False))
+        _atomic_write_parts(self.path / RESULTS_FILE, results_json_parts(results))
         return results
 
 
+def results_json_parts(results: Results) -> Iterator[str]:
+    """results.json, written a piece at a time with one simulation per line.
+
+    Streaming keeps a large run's file from existing twice in memory, and one line per simulation
+    makes two results files easy to diff.
+    """
+    yield "{\n"
+    yield f'  "timestamp": {json.dumps(results.timestamp)},\n'
+    yield f'  "info": {results.info.model_dump_json()},\n'
+    yield '  "tasks": [\n'
+    yield ",\n".join(f"    {task.model_dump_json()}" for task in results.tasks)
+    yield '\n  ],\n  "simulations": [\n'
+    for index, run in enumerate(results.simulations):
+        yield ("    " if index == 0 else ",\n    ") + run.model_dump_json()
+    yield "\n  ]\n}\n"
+
+
 def _atomic_write(path: Path, text: str) -> None:
+    _atomic_write_parts(path, [text])
+
+
+def _atomic_write_parts(path: Path, parts: Iterable[str]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
+        for part in parts:
+            handle.write(part)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)

@@ -107,12 +107,7 @@ class PreparedRun:
             progress(simulation, already + len(done), len(self.specs))
 
     def execute(self, progress: ProgressCallback | None = None) -> RunOutcome:
-        transport = build_transport(self.config, self.pack, self.pricing)
-        warnings = transport_warnings(transport)
-        try:
-            new_runs, stopped = _run_pending(self, transport, progress)
-        finally:
-            transport.close()
+        new_runs, stopped, warnings = self._run_trials(progress)
         by_id = {**self.finished, **{run.id: run for run in new_runs}}
         ordered = [by_id[spec.run_id] for spec in self.specs if spec.run_id in by_id]
         if self.results_dir:
@@ -120,6 +115,17 @@ class PreparedRun:
         else:
             results = Results(timestamp=utc_now(), info=self.info, tasks=self.tasks, simulations=ordered)
         return RunOutcome(results=results, new_runs=new_runs, stopped_reason=stopped, warnings=warnings)
+
+
+    def _run_trials(self, progress: ProgressCallback | None) -> tuple[list[SimulationRun], str | None, list[str]]:
+        # The transport (and the cassette it holds in memory) is released when this returns, so
+        # writing and summarising the results reuse its memory instead of adding to the peak.
+        transport = build_transport(self.config, self.pack, self.pricing)
+        try:
+            new_runs, stopped = _run_pending(self, transport, progress)
+        finally:
+            transport.close()
+        return new_runs, stopped, transport_warnings(transport)
 
 
 def prepare(config: RunConfig) -> PreparedRun:
