@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,10 +99,8 @@ def replayable_prefixes(run: PreparedRun, cassette: Path | None) -> dict[str, li
     prefixes = {}
     for spec in run.specs:
         probe = _Probe(replay)
-        try:
+        with contextlib.suppress(ReplayMissError):  # the first miss ends the exact part of the trial
             run_trial(spec, run.pack, run.config, probe, run.pricing)
-        except ReplayMissError:
-            pass
         prefixes[spec.run_id] = probe.hits
     return prefixes
 
@@ -132,10 +131,7 @@ def estimate(config: RunConfig, history: list[Path], cassette: Path | None, seed
     prefixes = replayable_prefixes(run, cassette)
     coster = _Coster(config, run.pricing)
     past = [sim for path in history for sim in load_results(path).simulations if sim.calls]
-    if past:
-        result = _from_history(run.specs, past, prefixes, coster, seed)
-    else:
-        result = _from_prior(run, prefixes, coster)
+    result = _from_history(run.specs, past, prefixes, coster, seed) if past else _from_prior(run, prefixes, coster)
     result.price_source = run.pricing.source
     result.unknown_price_models = sorted(coster.unknown)
     if coster.unknown:
@@ -153,8 +149,12 @@ def _replayed(prefixes: dict[str, list[tuple[CallRole, Usage, str]]], coster: _C
             est.replayed_cost += cost
 
 
-def _from_history(specs: list[TrialSpec], past: list[SimulationRun], prefixes: dict[str, list[tuple[CallRole, Usage, str]]],
-                  coster: _Coster, seed: int) -> Estimate:
+Prefixes = dict[str, list[tuple[CallRole, Usage, str]]]
+
+
+def _from_history(
+    specs: list[TrialSpec], past: list[SimulationRun], prefixes: Prefixes, coster: _Coster, seed: int
+) -> Estimate:
     by_task: dict[str, list[SimulationRun]] = defaultdict(list)
     for sim in past:
         by_task[sim.task_id].append(sim)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from datetime import UTC, datetime
 from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -64,7 +64,7 @@ class ResultsDir:
         done: dict[str, SimulationRun] = {}
         if not path.exists():
             return done
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for line in path.read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue
             try:

@@ -34,7 +34,9 @@ class TrialSpec:
         return f"{self.task.id}:{self.trial}"
 
 
-def run_trial(spec: TrialSpec, pack: DomainPack, config: RunConfig, transport: Transport, pricing: Pricing) -> SimulationRun:
+def run_trial(
+    spec: TrialSpec, pack: DomainPack, config: RunConfig, transport: Transport, pricing: Pricing
+) -> SimulationRun:
     started = time.perf_counter()
     client = ModelClient(transport, pricing, TrialScope(task_id=spec.task.id, trial=spec.trial))
     factory = load_agent_factory(config.agent_impl) if config.agent_impl else llm_agent

@@ -16,9 +16,9 @@ import pytest
 from conftest import REPO_ROOT, run_cli
 from run_diff_support import diff_json, run, set_reward, stub_args, write_config
 from stub_upstream import StubUpstream
-from tauproxy_cli.run_setup import RunFlags, build_run_config
 
 from tauproxy.runner.run import execute
+from tauproxy_cli.run_setup import RunFlags, build_run_config
 
 
 @pytest.fixture(scope="module")

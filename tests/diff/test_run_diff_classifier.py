@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from tauproxy_cli.run_setup import RunFlags, build_run_config
 
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import Results, SimulationRun, TerminationReason
 from tauproxy.reports.metrics import is_success
 from tauproxy.reports.run_diff import diff_runs, pair_trials, render_diff
 from tauproxy.runner.run import execute
+from tauproxy_cli.run_setup import RunFlags, build_run_config
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tauproxy_domains.airline import taskgen, tools
-from tauproxy_domains.airline.db import BAG_FEE, build_db
 
 from tauproxy.data_model.message import Message, ToolCall
 from tauproxy.data_model.result import TerminationReason
@@ -19,6 +17,8 @@ from tauproxy.domain.pack import DomainPack, load_pack
 from tauproxy.engine.environment import Environment
 from tauproxy.engine.evaluator import evaluate
 from tauproxy.errors import ToolExecutionError
+from tauproxy_domains.airline import taskgen, tools
+from tauproxy_domains.airline.db import BAG_FEE, build_db
 
 PACK_DIR = Path(taskgen.__file__).parent
 WRITE_TOOLS = {

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tauproxy_domains.retail import taskgen, tools
-from tauproxy_domains.retail.db import build_db
 
 from tauproxy.data_model.message import Message, ToolCall
 from tauproxy.data_model.result import TerminationReason
@@ -19,6 +17,8 @@ from tauproxy.data_model.task import RewardType, Task
 from tauproxy.domain.pack import DomainPack, load_pack
 from tauproxy.engine.environment import Environment
 from tauproxy.engine.evaluator import evaluate
+from tauproxy_domains.retail import taskgen, tools
+from tauproxy_domains.retail.db import build_db
 
 PACK_DIR = Path(taskgen.__file__).parent
 SHIPPED = json.loads((PACK_DIR / "tasks.json").read_text(encoding="utf-8"))

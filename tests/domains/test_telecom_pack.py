@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tauproxy_domains.telecom import taskgen, tools
-from tauproxy_domains.telecom.db import DEFAULT_APN, TOPUP_PRICES, abroad_location, build_db, default_device
 
 from tauproxy.data_model.message import ToolCall
 from tauproxy.data_model.task import Task
@@ -22,6 +20,8 @@ from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.reports.metrics import is_success
 from tauproxy.runner.config import RunConfig
 from tauproxy.runner.run import execute
+from tauproxy_domains.telecom import taskgen, tools
+from tauproxy_domains.telecom.db import DEFAULT_APN, TOPUP_PRICES, abroad_location, build_db, default_device
 
 PACK_DIR = Path(taskgen.__file__).parent
 ORACLE, USER, SILENT = "scripted/oracle", "scripted/user", "scripted/silent"

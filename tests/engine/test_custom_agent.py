@@ -43,7 +43,8 @@ def test_custom_agent_runs_and_is_recorded(tmp_path: Path) -> None:
     run_cli(*args, "--record-mode", "replay", "--save-to", str(tmp_path / "rep"))
     assert report_json(tmp_path / "rep")["calls"]["live"] == 0
     results = json.loads((tmp_path / "rep" / "results.json").read_text())
-    assert any(c["role"] == "agent" and c["model"] == "scripted/oracle" for s in results["simulations"] for c in s["calls"])
+    calls = [c for s in results["simulations"] for c in s["calls"]]
+    assert any(c["role"] == "agent" and c["model"] == "scripted/oracle" for c in calls)
 
 
 def test_bad_agent_impl_is_a_clear_error(tmp_path: Path) -> None:

@@ -18,7 +18,9 @@ BASE: dict[str, Any] = {
         {"role": "system", "content": "policy"},
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1, \"b\": 2}"}}]},
+         "tool_calls": [
+             {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1, \"b\": 2}"}}
+         ]},
         {"role": "tool", "tool_call_id": "c1", "content": "ok"},
     ],
     "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],

@@ -92,8 +92,9 @@ def test_judge_change_misses_judge_calls_only(tmp_path: Path, stub) -> None:
     cassette = tmp_path / "cassette"
 
     def run(judge: str, name: str) -> dict:
-        run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--task-ids", "explain_order,count_open_tasks",
-                "--num-trials", "2", "--judge-llm", judge, "--judge-llm-args", agent_args(stub.url),
+        run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle",
+                "--task-ids", "explain_order,count_open_tasks", "--num-trials", "2",
+                "--judge-llm", judge, "--judge-llm-args", agent_args(stub.url),
                 "--cassette", str(cassette), "--save-to", str(tmp_path / name))
         return report_json(tmp_path / name)
 
@@ -147,7 +148,8 @@ def test_secret_never_written(tmp_path: Path, stub) -> None:
 
 def test_replay_works_with_litellm_blocked(tmp_path: Path) -> None:
     cassette = tmp_path / "cassette"
-    args = ["run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "2", "--cassette", str(cassette)]
+    args = ["run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "2",
+            "--cassette", str(cassette)]
     run_cli(*args, "--save-to", str(tmp_path / "rec"))
     blocker = tmp_path / "blocker"
     (blocker / "litellm").mkdir(parents=True)
@@ -176,7 +178,8 @@ def test_replay_miss_names_the_call_and_the_difference(tmp_path: Path) -> None:
 
 def test_vcrpy_mode_names_are_aliases(tmp_path: Path) -> None:
     cassette = tmp_path / "cassette"
-    args = ["run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-tasks", "2", "--cassette", str(cassette)]
+    args = ["run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-tasks", "2",
+            "--cassette", str(cassette)]
     run_cli(*args, "--record-mode", "once", "--save-to", str(tmp_path / "a"))
     run_cli(*args, "--record-mode", "none", "--save-to", str(tmp_path / "b"))
     assert report_json(tmp_path / "b")["calls"]["live"] == 0

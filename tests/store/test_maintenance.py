@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from tauproxy_cli.cassette import app
 from typer.testing import CliRunner
 
 from tauproxy.data_model.call import CallRole, Usage
@@ -16,6 +15,7 @@ from tauproxy.proxy.key import request_key, sample_key
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.maintenance import check, compact, merge, prune, sample_keys_used, stats, verify
+from tauproxy_cli.cassette import app
 
 SYSTEM = {"role": "system", "content": "You are a support agent."}
 
