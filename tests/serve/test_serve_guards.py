@@ -48,7 +48,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guarded]:
     server = start_serve(
         "--cassette", str(cassette), "--record-mode", "auto", "--upstream-map", str(upstream_map),
         "--auth-token", TOKEN, "--max-body-bytes", str(MAX_BODY),
-        env={"STUB_UPSTREAM_KEY": "sk-upstream-from-env"},
+        env={"STUB_UPSTREAM_KEY": "sk-env-only"},
     )
     http = httpx.Client(base_url=server.url, headers=AUTH, timeout=30)
     try:
@@ -82,7 +82,7 @@ def test_client_authorization_is_not_forwarded(guarded: Guarded) -> None:
     assert response.status_code == 200, response.text
     sent = guarded.stub.request_headers[-1]
     assert TOKEN not in json.dumps(sent)
-    assert sent.get("authorization") == "Bearer sk-upstream-from-env"  # the key named in the map, from env
+    assert sent.get("authorization") == "Bearer sk-env-only"  # the key named in the map, from env
 
 
 def test_malformed_bodies_are_400(guarded: Guarded) -> None:
