@@ -116,7 +116,6 @@ class PreparedRun:
             results = Results(timestamp=utc_now(), info=self.info, tasks=self.tasks, simulations=ordered)
         return RunOutcome(results=results, new_runs=new_runs, stopped_reason=stopped, warnings=warnings)
 
-
     def _run_trials(self, progress: ProgressCallback | None) -> tuple[list[SimulationRun], str | None, list[str]]:
         # The transport (and the cassette it holds in memory) is released when this returns, so
         # writing and summarising the results reuse its memory instead of adding to the peak.
