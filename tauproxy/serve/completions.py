@@ -28,6 +28,7 @@ from tauproxy.data_model.call import CallRole, CallSource, TrialScope, Usage
 from tauproxy.errors import CassetteError
 from tauproxy.proxy.key import EXCLUDED_PARAMS, request_key, sample_key, seed_of
 from tauproxy.proxy.pricing import Cost, Pricing
+from tauproxy.proxy.recorder import CallRecording
 from tauproxy.proxy.wire import usage_from_wire
 from tauproxy.runner.config import RecordMode
 from tauproxy.serve.errors import HttpError
@@ -162,7 +163,7 @@ class CompletionService:
     def _record(self, call: ServedCall, live: LiveAnswer, usage: Usage, cost: Cost) -> dict[str, Any]:
         assert self.cassette is not None
         try:
-            entry = self.cassette.record(
+            recording = CallRecording(
                 wire_request=call.wire,
                 response_body=live.body,
                 key=call.key,
@@ -178,6 +179,7 @@ class CompletionService:
                 price_source=cost.source,
                 latency_s=round(live.latency_s, 6),
             )
+            entry = recording.write(self.cassette)
         except CassetteError as exc:
             # The call was paid for; answering it unrecorded would silently break the replay promise.
             print(f"tauproxy serve: {exc}", file=sys.stderr, flush=True)
