@@ -32,7 +32,8 @@ WORKLOADS = [("mock", None, 4), ("airline", 10, 4)]
 
 def record_ours(domain: str, num_tasks: int | None, trials: int, url: str, cassette: Path) -> None:
     from tauproxy.engine.llm_config import LLMConfig
-    from tauproxy.runner.config import RecordMode, RunConfig
+    from tauproxy.proxy.modes import RecordMode
+    from tauproxy.runner.config import RunConfig
     from tauproxy.runner.run import execute
 
     args = {"api_base": url, "api_key": "sk-x", "num_retries": 0}

@@ -72,7 +72,8 @@ def main() -> None:
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = BASE_ENV["LITELLM_LOCAL_MODEL_COST_MAP"]
 
     from tauproxy.engine.llm_config import LLMConfig
-    from tauproxy.runner.config import RecordMode, RunConfig
+    from tauproxy.proxy.modes import RecordMode
+    from tauproxy.runner.config import RunConfig
     from tauproxy.runner.run import execute, prepare
     from tauproxy.runner.stack import build_transport
     from tauproxy.runner.trial import run_trial

@@ -18,7 +18,7 @@ from tauproxy_cli.run_flags import RunFlags
 from tauproxy_cli.run_options import with_run_options
 
 if TYPE_CHECKING:
-    from tauproxy.runner.bisect import BisectStep
+    from tauproxy.workflows.bisect import BisectStep
 
 
 def ordered_configs(option: list[Path], rest: list[Path]) -> list[Path]:
@@ -50,7 +50,7 @@ def bisect_command(
     from dataclasses import replace
 
     from tauproxy.errors import ConfigError
-    from tauproxy.runner.bisect import bisect_configs
+    from tauproxy.workflows.bisect import bisect_configs
     from tauproxy.runner.config import RunConfig, load_agent_config
     from tauproxy_cli.output import err_console, out_console, print_json, warn
     from tauproxy_cli.run_setup import build_run_config

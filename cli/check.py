@@ -30,7 +30,7 @@ def check_command(
 
     from tauproxy.errors import TauproxyError
     from tauproxy.reports.regression import Verdict, check_metric, compare_scores
-    from tauproxy.runner.results_dir import load_results
+    from tauproxy.results.run_dir import load_results
     from tauproxy_cli.output import error, out_console, print_json
 
     # Options are validated here rather than by typer: a usage error exits 2, which

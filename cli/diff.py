@@ -17,7 +17,7 @@ def diff_command(
 ) -> None:
     """Per-task pass counts in A vs B, and for each flipped trial its first divergence and cause."""
     from tauproxy.reports.run_diff import diff_runs, render_diff
-    from tauproxy.runner.results_dir import load_results
+    from tauproxy.results.run_dir import load_results
     from tauproxy_cli.output import print_json
 
     diff = diff_runs(load_results(a), load_results(b), cassette or [])

@@ -69,7 +69,7 @@ def check_command(
     from pathlib import Path
 
     from tauproxy.domain.pack import available_domains
-    from tauproxy.runner.domain_check import MAX_SILENT_PASS_RATE, check_domain
+    from tauproxy.workflows.domain_check import MAX_SILENT_PASS_RATE, check_domain
     from tauproxy_cli.output import out_console, print_json
 
     checks = [check_domain(name, Path(tasks_file) if tasks_file else None) for name in names or available_domains()]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from tauproxy.engine.agent import AgentPrompt
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.errors import ConfigError
-from tauproxy.runner.config import RunConfig, load_agent_config, parse_executor, parse_llm_args, parse_record_mode
+from tauproxy.proxy.modes import parse_record_mode
+from tauproxy.runner.config import RunConfig, load_agent_config, parse_executor, parse_llm_args
 from tauproxy_cli.run_flags import RunFlags
 
 

@@ -30,7 +30,7 @@ def serve_command(
     prices: Annotated[Path | None, typer.Option(help="Prices file overriding litellm's price map.")] = None,
 ) -> None:
     """Serve /v1/chat/completions from a cassette; misses go live and are recorded (mode permitting)."""
-    from tauproxy.runner.config import RecordMode, parse_record_mode
+    from tauproxy.proxy.modes import RecordMode, parse_record_mode
     from tauproxy.serve.config import ServeConfig, load_upstream_map
     from tauproxy.serve.server import serve
     from tauproxy.store.cassette import Cassette

@@ -8,8 +8,8 @@ from pydantic import BaseModel, Field
 
 from tauproxy.data_model.call import ConnectionSettings
 from tauproxy.data_model.result import ModelInfo
-from tauproxy.proxy.key import EXCLUDED_PARAMS
-from tauproxy.proxy.redact import redact_llm_args
+from tauproxy.data_model.key import EXCLUDED_PARAMS
+from tauproxy.redact import redact_llm_args
 
 _CONNECTION_ALIASES = {"base_url": "api_base", "max_retries": "num_retries", "request_timeout": "timeout",
                        "headers": "extra_headers"}

@@ -16,7 +16,7 @@ from tauproxy.engine.agent import Agent
 from tauproxy.engine.environment import Environment
 from tauproxy.engine.user import UserSimulator, is_stop
 from tauproxy.errors import ModelCallError, ReplayMissError, TauproxyError
-from tauproxy.proxy.redact import redact_text
+from tauproxy.redact import redact_text
 
 GREETING = "Hi! How can I help you today?"
 AGENT_STOP_TOKEN = "###STOP###"

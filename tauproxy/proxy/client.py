@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import Counter
 
 from tauproxy.data_model.call import CallContext, CallRecord, CallRole, ModelRequest, ModelResponse, TrialScope
-from tauproxy.proxy.key import request_key, sample_key
+from tauproxy.data_model.key import request_key, sample_key
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import PreparedCall, Transport
-from tauproxy.proxy.wire import request_to_wire
+from tauproxy.data_model.wire import request_to_wire
 
 
 class ModelClient:

@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 from tauproxy.errors import ModelCallError
-from tauproxy.proxy.redact import redact_text
+from tauproxy.redact import redact_text
 from tauproxy.proxy.transport import Completion, PreparedCall
-from tauproxy.proxy.wire import response_from_wire
+from tauproxy.data_model.wire import response_from_wire
 
 _import_lock = threading.Lock()
 

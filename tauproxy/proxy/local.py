@@ -70,9 +70,9 @@ from pathlib import Path
 from typing import Any
 
 from tauproxy.errors import ConfigError, ModelCallError
-from tauproxy.proxy.key import canonical_arguments, canonical_json, seed_of
+from tauproxy.data_model.key import canonical_arguments, canonical_json, seed_of
 from tauproxy.proxy.transport import Completion, PreparedCall
-from tauproxy.proxy.wire import response_from_wire
+from tauproxy.data_model.wire import response_from_wire
 
 PREFIX = "local/"
 INSTALL_HINT = (

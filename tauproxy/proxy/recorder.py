@@ -14,7 +14,7 @@ from tauproxy.data_model.call import CallRole, Usage
 from tauproxy.errors import ReplayMissError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Completion, PreparedCall, Transport
-from tauproxy.proxy.wire import response_from_wire, response_to_wire
+from tauproxy.data_model.wire import response_from_wire, response_to_wire
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.diff import miss_message
 from tauproxy.store.entry import CassetteEntry

@@ -9,7 +9,7 @@ from tauproxy.errors import ConfigError
 from tauproxy.reports.merge import merge_results
 from tauproxy.reports.provenance import SourcedResults
 from tauproxy.reports.tau2 import is_tau2_document, tau2_to_results
-from tauproxy.runner.results_dir import RESULTS_FILE, load_results
+from tauproxy.results.run_dir import RESULTS_FILE, load_results
 
 
 def load_any_results(path: Path) -> SourcedResults:

@@ -25,7 +25,7 @@ from tauproxy.data_model.result import (
 )
 from tauproxy.data_model.task import Task
 from tauproxy.errors import ConfigError
-from tauproxy.proxy.redact import redact_llm_args
+from tauproxy.redact import redact_llm_args
 from tauproxy.reports.lenient import validate_dropping_extras
 from tauproxy.reports.provenance import SourcedResults
 

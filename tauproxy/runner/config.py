@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import tomllib
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -14,30 +13,10 @@ from tauproxy.engine.agent import AgentPrompt, PromptMode
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.engine.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tauproxy.errors import ConfigError
+from tauproxy.proxy.modes import RecordMode
 
 DEFAULT_SEED = 300
 DEFAULT_JUDGE = "scripted/judge"
-
-
-class RecordMode(StrEnum):
-    """How the cassette is used.
-
-    replay  strict and offline: a request that is not recorded is an error
-    record  always call live and record every call
-    auto    replay what is recorded, call live and record the rest (the default)
-    off     no cassette at all
-    once    record when the cassette is empty, replay strictly otherwise
-    """
-
-    REPLAY = "replay"
-    RECORD = "record"
-    AUTO = "auto"
-    OFF = "off"
-    ONCE = "once"
-
-
-# vcrpy's names, accepted so its users need not learn ours.
-RECORD_MODE_ALIASES = {"none": RecordMode.REPLAY, "all": RecordMode.RECORD, "new_episodes": RecordMode.AUTO}
 
 
 # Where trials run: threads in this process, or Ray tasks (a local instance or a cluster).
@@ -50,17 +29,6 @@ def parse_executor(value: str) -> Executor:
         if value == name:
             return name
     raise ConfigError(f"unknown executor {value!r} (choose from: {', '.join(get_args(Executor))})")
-
-
-def parse_record_mode(value: str) -> RecordMode:
-    value = value.strip().lower()
-    if value in RECORD_MODE_ALIASES:
-        return RECORD_MODE_ALIASES[value]
-    try:
-        return RecordMode(value)
-    except ValueError:
-        names = ", ".join([*(m.value for m in RecordMode), *RECORD_MODE_ALIASES])
-        raise ConfigError(f"unknown record mode {value!r} (choose from: {names})") from None
 
 
 class AgentConfig(BaseModel):

@@ -25,7 +25,7 @@ from tauproxy.errors import ReplayMissError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Completion, PreparedCall, Transport
 from tauproxy.runner.config import RunConfig
-from tauproxy.runner.results_dir import load_results
+from tauproxy.results.run_dir import load_results
 from tauproxy.runner.run import PreparedRun, prepare
 from tauproxy.runner.trial import TrialSpec, run_trial
 

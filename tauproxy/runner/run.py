@@ -22,7 +22,7 @@ from tauproxy.errors import ConfigError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 from tauproxy.runner.config import RunConfig
-from tauproxy.runner.results_dir import ResultsDir, utc_now
+from tauproxy.results.run_dir import ResultsDir, utc_now
 from tauproxy.runner.stack import build_transport, transport_warnings
 from tauproxy.runner.trial import TrialSpec, run_trial
 

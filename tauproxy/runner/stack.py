@@ -6,7 +6,8 @@ from tauproxy.domain.pack import DomainPack
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.router import ProviderRouter
 from tauproxy.proxy.transport import Transport
-from tauproxy.runner.config import RecordMode, RunConfig
+from tauproxy.proxy.modes import RecordMode
+from tauproxy.runner.config import RunConfig
 
 
 def resolve_mode(config: RunConfig, cassette_is_empty: bool) -> RecordMode:

@@ -18,7 +18,7 @@ from tauproxy.engine.user import UserSimulator, user_system_prompt
 from tauproxy.errors import ModelCallError
 from tauproxy.proxy.client import ModelClient
 from tauproxy.proxy.pricing import Pricing
-from tauproxy.proxy.redact import redact_text
+from tauproxy.redact import redact_text
 from tauproxy.proxy.transport import Transport
 from tauproxy.runner.config import RunConfig
 

@@ -26,11 +26,11 @@ import anyio.to_thread
 
 from tauproxy.data_model.call import CallRole, CallSource, TrialScope, Usage
 from tauproxy.errors import CassetteError
-from tauproxy.proxy.key import EXCLUDED_PARAMS, request_key, sample_key, seed_of
+from tauproxy.data_model.key import EXCLUDED_PARAMS, request_key, sample_key, seed_of
 from tauproxy.proxy.pricing import Cost, Pricing
 from tauproxy.proxy.recorder import CallRecording
-from tauproxy.proxy.wire import usage_from_wire
-from tauproxy.runner.config import RecordMode
+from tauproxy.data_model.wire import usage_from_wire
+from tauproxy.proxy.modes import RecordMode
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
 from tauproxy.serve.identity import CallSlot, Occurrences

@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tauproxy.errors import ConfigError
-from tauproxy.runner.config import RecordMode
+from tauproxy.proxy.modes import RecordMode
 from tauproxy.structured_file import read_mapping_file
 
 DEFAULT_HOST = "127.0.0.1"

@@ -1,6 +1,6 @@
 """Which sample a request to `tauproxy serve` is: its trial scope and its occurrence number.
 
-The key and the sample key are the in-process ones (`tauproxy.proxy.key`), so one cassette serves
+The key and the sample key are the in-process ones (`tauproxy.data_model.key`), so one cassette serves
 both. What the server cannot see is the harness's trial, so it is told or assumed:
 
 - A request may carry `X-Tauproxy-Scope: <task_id>/<trial>` (the last "/" splits, so task ids may

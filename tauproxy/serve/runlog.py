@@ -2,7 +2,7 @@
 
 A line (every field always present; unknown values are null):
     ts                 unix time the answer was sent
-    sample_key, key    the call's identity (tauproxy.proxy.key); null when the body was rejected
+    sample_key, key    the call's identity (tauproxy.data_model.key); null when the body was rejected
     model              the model name the client asked for
     scope              {task_id, trial} (see tauproxy.serve.identity)
     occurrence, call_index

@@ -25,7 +25,7 @@ import uvicorn
 
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.pricing import Pricing
-from tauproxy.runner.config import RecordMode
+from tauproxy.proxy.modes import RecordMode
 from tauproxy.serve.app import ServeApp
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.config import ServeConfig

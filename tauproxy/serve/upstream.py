@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tauproxy.proxy.live import _litellm, litellm_completion
-from tauproxy.proxy.redact import redact_text
-from tauproxy.proxy.wire import usage_from_wire, usage_to_wire
+from tauproxy.redact import redact_text
+from tauproxy.data_model.wire import usage_from_wire, usage_to_wire
 from tauproxy.serve.config import UpstreamMap, UpstreamRoute
 from tauproxy.serve.errors import HttpError
 

@@ -42,7 +42,7 @@ from filelock import FileLock, Timeout
 
 from tauproxy.data_model.call import CallRole, Usage
 from tauproxy.errors import CassetteError
-from tauproxy.proxy.key import (
+from tauproxy.data_model.key import (
     EXCLUDED_PARAMS,
     STRUCTURAL_FIELDS,
     blob_hash,
@@ -52,8 +52,8 @@ from tauproxy.proxy.key import (
     message_hash,
     request_key,
 )
-from tauproxy.proxy.key import sample_key as make_sample_key
-from tauproxy.proxy.wire import usage_to_wire
+from tauproxy.data_model.key import sample_key as make_sample_key
+from tauproxy.data_model.wire import usage_to_wire
 from tauproxy.store.entry import CassetteEntry, StoredRequest, StoredResponse
 from tauproxy.store.format import (
     CALLS_FILE,

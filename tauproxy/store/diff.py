@@ -6,7 +6,7 @@ import difflib
 from typing import Any
 
 from tauproxy.data_model.call import CallRole
-from tauproxy.proxy.key import canonical_json, canonical_request, message_hash, request_key
+from tauproxy.data_model.key import canonical_json, canonical_request, message_hash, request_key
 from tauproxy.store.cassette import Cassette, flat_wire
 from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.format import chain_nodes

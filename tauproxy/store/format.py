@@ -38,7 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tauproxy.errors import CassetteError
-from tauproxy.proxy.key import blob_hash, canonical_json, canonical_message
+from tauproxy.data_model.key import blob_hash, canonical_json, canonical_message
 from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry
 
 CALLS_FILE = "calls.jsonl"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tauproxy.errors import CassetteError, ConfigError
-from tauproxy.proxy.key import request_key, sample_key
+from tauproxy.data_model.key import request_key, sample_key
 from tauproxy.store.cassette import Cassette, fsync_dir, locked
 from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry
 from tauproxy.store.format import (

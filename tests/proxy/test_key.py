@@ -9,8 +9,8 @@ import pytest
 
 from tauproxy.data_model.call import ConnectionSettings, ModelRequest
 from tauproxy.data_model.message import Message, ToolCall
-from tauproxy.proxy.key import EXCLUDED_PARAMS, request_key, sample_key
-from tauproxy.proxy.wire import request_to_wire
+from tauproxy.data_model.key import EXCLUDED_PARAMS, request_key, sample_key
+from tauproxy.data_model.wire import request_to_wire
 
 BASE: dict[str, Any] = {
     "model": "openai/gpt-4.1",
@@ -90,7 +90,7 @@ def test_dict_order_does_not_matter() -> None:
 
 
 def test_excluded_set_is_what_the_docstring_lists() -> None:
-    import tauproxy.proxy.key as key_module
+    import tauproxy.data_model.key as key_module
 
     for name in EXCLUDED_PARAMS:
         assert name in (key_module.__doc__ or "")

@@ -10,7 +10,7 @@ import pytest
 
 from tauproxy.data_model.call import TrialScope
 from tauproxy.errors import ConfigError
-from tauproxy.runner.config import RecordMode
+from tauproxy.proxy.modes import RecordMode
 from tauproxy.serve.config import ServeConfig, load_upstream_map
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.identity import DEFAULT_SCOPE, Occurrences, parse_role, parse_scope

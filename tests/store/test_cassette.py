@@ -10,7 +10,7 @@ import pytest
 
 from tauproxy.data_model.call import Usage
 from tauproxy.errors import CassetteError
-from tauproxy.proxy.key import canonical_request, message_hash, request_key, sample_key, seed_of
+from tauproxy.data_model.key import canonical_request, message_hash, request_key, sample_key, seed_of
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.maintenance import prune, verify

@@ -9,7 +9,7 @@ from typing import Any
 
 from test_cassette import TOOLS, body, lines_of, record, wire
 
-from tauproxy.proxy.key import canonical_json, canonical_request, message_hash, request_key
+from tauproxy.data_model.key import canonical_json, canonical_request, message_hash, request_key
 from tauproxy.store.cassette import Cassette, _resolve_chains
 from tauproxy.store.diff import miss_message, nearest_entry
 from tauproxy.store.entry import CassetteEntry, StoredRequest

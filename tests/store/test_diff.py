@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tauproxy.data_model.call import CallRole, Usage
-from tauproxy.proxy.key import request_key, sample_key
+from tauproxy.data_model.key import request_key, sample_key
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.diff import describe_request_difference, miss_message, nearest_entry
 from tauproxy.store.entry import CassetteEntry

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tauproxy.data_model.call import Usage
-from tauproxy.proxy.key import request_key, sample_key
+from tauproxy.data_model.key import request_key, sample_key
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.maintenance import compact, verify
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from tauproxy.data_model.call import CallRole, Usage
 from tauproxy.errors import CassetteError
-from tauproxy.proxy.key import request_key, sample_key
+from tauproxy.data_model.key import request_key, sample_key
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.maintenance import check, compact, merge, prune, sample_keys_used, stats, verify

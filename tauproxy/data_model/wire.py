@@ -7,7 +7,7 @@ from typing import Any
 
 from tauproxy.data_model.call import ModelRequest, ModelResponse, Usage
 from tauproxy.data_model.message import Message, ToolCall
-from tauproxy.proxy.key import EXCLUDED_PARAMS, canonical_arguments
+from tauproxy.data_model.key import EXCLUDED_PARAMS, canonical_arguments
 
 
 def message_to_wire(message: Message) -> dict[str, Any]:

@@ -1,0 +1,59 @@
+"""The one record mode: how the cassette layer uses a cassette, for `run`, `serve` and Ray alike."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from tauproxy.errors import ConfigError
+
+
+class RecordMode(StrEnum):
+    """How the cassette is used.
+
+    replay  strict and offline: a request that is not recorded is an error
+    record  always call live and record every call
+    auto    replay what is recorded, call live and record the rest (the default)
+    off     no cassette at all
+    once    record when the cassette is empty, replay strictly otherwise (see `resolved`)
+    """
+
+    REPLAY = "replay"
+    RECORD = "record"
+    AUTO = "auto"
+    OFF = "off"
+    ONCE = "once"
+
+    def resolved(self, cassette_is_empty: bool) -> RecordMode:
+        """The mode a run or server works in; `once` is decided here, once, when the cassette opens.
+
+        Decided at start and never again: a server or run that flipped to replay midway because its
+        own first recordings made the cassette non-empty would surprise its clients.
+        """
+        if self is RecordMode.ONCE:
+            return RecordMode.RECORD if cassette_is_empty else RecordMode.REPLAY
+        return self
+
+    @property
+    def goes_live(self) -> bool:
+        """Whether a miss (or every call) may reach a provider."""
+        return self not in (RecordMode.REPLAY, RecordMode.ONCE)
+
+    @property
+    def looks_up(self) -> bool:
+        """Whether recorded samples are answered from the cassette."""
+        return self in (RecordMode.REPLAY, RecordMode.AUTO)
+
+
+# vcrpy's names, accepted so its users need not learn ours.
+RECORD_MODE_ALIASES = {"none": RecordMode.REPLAY, "all": RecordMode.RECORD, "new_episodes": RecordMode.AUTO}
+
+
+def parse_record_mode(value: str) -> RecordMode:
+    value = value.strip().lower()
+    if value in RECORD_MODE_ALIASES:
+        return RECORD_MODE_ALIASES[value]
+    try:
+        return RecordMode(value)
+    except ValueError:
+        names = ", ".join([*(m.value for m in RecordMode), *RECORD_MODE_ALIASES])
+        raise ConfigError(f"unknown record mode {value!r} (choose from: {names})") from None

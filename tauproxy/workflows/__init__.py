@@ -1,0 +1,1 @@
+"""Workflows that combine runs and reports: bisecting configs, checking a domain pack."""
