@@ -14,7 +14,8 @@ from __future__ import annotations
 import statistics
 import sys
 
-from tauproxy.data_model.call import ModelRequest, ModelResponse, TrialScope
+from tauproxy.data_model.call import ModelCall, ModelRequest, ModelResponse
+from tauproxy.data_model.key import TrialScope
 from tauproxy.data_model.message import Message
 from tauproxy.domain.pack import load_pack
 from tauproxy.engine.agent import AgentPrompt
@@ -22,14 +23,13 @@ from tauproxy.errors import TauproxyError
 from tauproxy.proxy.client import ModelClient
 from tauproxy.proxy.local import LocalTransport, local_threads
 from tauproxy.proxy.pricing import Pricing
-from tauproxy.proxy.transport import PreparedCall
 
 MODEL = "local/smollm2-135m"
 SAMPLES = 5
 GREETING = "Hi! How can I help you today?"
 
 
-def agent_calls(transport: LocalTransport) -> list[PreparedCall]:
+def agent_calls(transport: LocalTransport) -> list[ModelCall]:
     pack = load_pack("mock")
     system = Message(role="system", content=AgentPrompt().render(pack.policy))
     calls = []

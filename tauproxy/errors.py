@@ -34,11 +34,20 @@ class ReplayMissError(CassetteError):
 
 
 class ModelCallError(TauproxyError):
-    """A model call failed; `status_code` is kept when the provider gave one."""
+    """A model call failed.
 
-    def __init__(self, message: str, status_code: int | None = None) -> None:
+    `status_code` is the provider's HTTP status when it gave one; `code` names failures that have
+    none ("upstream_timeout", "upstream_unreachable", "upstream_malformed"); `retry_after` is the
+    provider's Retry-After header, passed on by `serve`.
+    """
+
+    def __init__(
+        self, message: str, status_code: int | None = None, code: str | None = None, retry_after: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.code = code
+        self.retry_after = retry_after
 
 
 class ToolExecutionError(TauproxyError):

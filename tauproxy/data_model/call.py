@@ -1,11 +1,14 @@
-"""One model call: the request the engine builds, the response it gets, and what the results keep."""
+"""One model call: the request the engine builds, the call with its identity, its answer, and what
+is kept of it (in the cassette: `CallRecording`; in the results: `CallRecord`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tauproxy.data_model.key import SampleIdentity, TrialScope
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.tool import ToolSchema
 
@@ -63,25 +66,6 @@ class ModelResponse(BaseModel):
     created: int | None = None
 
 
-class TrialScope(BaseModel):
-    """The scope that sample identity counts occurrences in: one trial of one task."""
-
-    model_config = ConfigDict(frozen=True)
-
-    task_id: str
-    trial: int
-
-
-class CallContext(BaseModel):
-    """Who is calling, from where. Carried beside the request, never inside it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    role: CallRole
-    scope: TrialScope
-    call_index: int = 0
-
-
 class CallRecord(BaseModel):
     """What the results keep of one call: enough to tell live from replayed and to cost it."""
 
@@ -95,3 +79,54 @@ class CallRecord(BaseModel):
     cost_usd: float | None = None
     price_source: str | None = None
     latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a call cost in USD (None: unknown, never taken as 0) and where the price came from."""
+
+    usd: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """A request on its way to a model, with its identity worked out once: the one call type.
+
+    `wire` is the OpenAI-shaped request body without connection settings (what is keyed and
+    recorded). `request` is the typed request when the caller built one (in-process); transports
+    that need it (scripted, local) only run in-process. `connection` says how to reach the
+    provider and is never keyed or written. `upstream_model` is the model a proxy routes the call
+    to, when that differs from the name asked for (serve's upstream map); pricing tries it first.
+    """
+
+    wire: dict[str, Any]
+    identity: SampleIdentity
+    role: CallRole
+    call_index: int
+    request: ModelRequest | None = None
+    connection: ConnectionSettings = field(default_factory=ConnectionSettings)
+    upstream_model: str | None = None
+
+    @property
+    def model(self) -> str:
+        return str(self.wire["model"])
+
+    @property
+    def key(self) -> str:
+        return self.identity.key
+
+    @property
+    def sample_key(self) -> str:
+        return self.identity.sample_key
+
+    @property
+    def scope(self) -> TrialScope:
+        return self.identity.scope
+
+    @property
+    def billed_as(self) -> tuple[str, ...]:
+        """The model names to price the call by, best first."""
+        if self.upstream_model is not None and self.upstream_model != self.model:
+            return (self.upstream_model, self.model)
+        return (self.model,)

@@ -23,13 +23,20 @@ NOT in the key (EXCLUDED_PARAMS; none of them changes what the model says):
 A sample is one draw from a request. k trials at temperature 0 are still k samples, so the sample
 key adds: the seed carried in the request, the trial scope (task id, trial) and the occurrence number
 of this request key within the scope (0 for the first time, 1 for an identical second call, ...).
+`identify` is the one place that computes it, for the in-process client and for `tauproxy serve`
+alike, with an `Occurrences` counter that hands out the occurrence numbers.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 KEY_VERSION = 1
 
@@ -143,3 +150,84 @@ def blob_hash(value: Any) -> str:
 def seed_of(wire: dict[str, Any]) -> int | None:
     seed = wire.get("seed")
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+class TrialScope(BaseModel):
+    """The scope that sample identity counts occurrences in: one trial of one task."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    trial: int
+
+
+class SampleIdentity(BaseModel):
+    """Which sample a call is: its request key plus seed, scope and occurrence, and their hash."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    seed: int | None
+    scope: TrialScope
+    occurrence: int
+    sample_key: str
+
+
+@dataclass(frozen=True)
+class CallSlot:
+    """The place of one call in its scope: its occurrence of its key, and its index among all calls."""
+
+    occurrence: int
+    call_index: int
+
+
+class Occurrences:
+    """Hands out occurrence numbers per (scope, key), in claim order; thread-safe.
+
+    A number given back (the attempt failed, nothing was recorded under it) is handed out again
+    before any new one, so a client's retry after an error is the same sample as the first try.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next: dict[TrialScope, Counter[str]] = {}
+        self._returned: dict[tuple[TrialScope, str], set[int]] = {}
+        self._calls: Counter[TrialScope] = Counter()
+
+    def take(self, scope: TrialScope, key: str) -> CallSlot:
+        with self._lock:
+            call_index = self._calls[scope]
+            self._calls[scope] += 1
+            returned = self._returned.get((scope, key))
+            if returned:
+                occurrence = min(returned)
+                returned.discard(occurrence)
+                return CallSlot(occurrence, call_index)
+            counter = self._next.setdefault(scope, Counter())
+            occurrence = counter[key]
+            counter[key] += 1
+            return CallSlot(occurrence, call_index)
+
+    def give_back(self, identity: SampleIdentity) -> None:
+        """The call under this identity failed and recorded nothing: its number is free again."""
+        with self._lock:
+            self._returned.setdefault((identity.scope, identity.key), set()).add(identity.occurrence)
+
+
+def identify(wire: dict[str, Any], scope: TrialScope, occurrences: Occurrences) -> tuple[SampleIdentity, int]:
+    """The sample identity of a request body (without connection settings) and its call index.
+
+    Claims the request's next occurrence in `scope` now: callers identify each call exactly once,
+    in the order the calls are made.
+    """
+    key = request_key(wire)
+    seed = seed_of(wire)
+    slot = occurrences.take(scope, key)
+    identity = SampleIdentity(
+        key=key,
+        seed=seed,
+        scope=scope,
+        occurrence=slot.occurrence,
+        sample_key=sample_key(key, seed, scope.task_id, scope.trial, slot.occurrence),
+    )
+    return identity, slot.call_index

@@ -1,4 +1,8 @@
-"""Conversions between tauproxy's messages and the OpenAI chat-completions wire shape."""
+"""Conversions between tauproxy's messages and the OpenAI chat-completions wire shape.
+
+Every chat.completion body tauproxy produces is built by `completion_body`, and every body a
+provider sends is reduced by `normalise_response`: one shape, defined once.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,8 @@ import json
 from typing import Any
 
 from tauproxy.data_model.call import ModelRequest, ModelResponse, Usage
-from tauproxy.data_model.message import Message, ToolCall
 from tauproxy.data_model.key import EXCLUDED_PARAMS, canonical_arguments
+from tauproxy.data_model.message import Message, ToolCall
 
 
 def message_to_wire(message: Message) -> dict[str, Any]:
@@ -100,6 +104,61 @@ def usage_to_wire(usage: Usage) -> dict[str, Any]:
     return wire
 
 
+# Only these fields of an answer's message are kept: what a harness acts on. Provider extras
+# (provider_specific_fields, function_call: null, ...) would make cassettes churn between versions.
+MESSAGE_FIELDS = ("role", "content", "tool_calls", "refusal", "reasoning_content")
+
+
+def completion_body(
+    message: dict[str, Any],
+    *,
+    finish_reason: str | None,
+    usage: Usage,
+    response_id: str | None,
+    model: str | None,
+    created: int | None,
+) -> dict[str, Any]:
+    """A chat.completion body with one choice: the one builder of that shape."""
+    return {
+        "id": response_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": usage_to_wire(usage),
+    }
+
+
+def normalise_response(raw: dict[str, Any]) -> dict[str, Any]:
+    """A provider's answer reduced to its first choice and the fields kept; ValueError if it has none."""
+    choices = raw.get("choices") or []
+    if not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
+        raise ValueError("response has no choices[0].message")
+    choice = choices[0]
+    message = {name: choice["message"][name] for name in MESSAGE_FIELDS if choice["message"].get(name) is not None}
+    message.setdefault("role", "assistant")
+    message.setdefault("content", None)
+    if message.get("tool_calls"):
+        message["tool_calls"] = [_wire_tool_call(call) for call in message["tool_calls"]]
+    return completion_body(
+        message,
+        finish_reason=choice.get("finish_reason"),
+        usage=usage_from_wire(raw.get("usage")),
+        response_id=raw.get("id"),
+        model=raw.get("model"),
+        created=raw.get("created"),
+    )
+
+
+def _wire_tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    return {
+        "id": call.get("id"),
+        "type": call.get("type") or "function",
+        "function": {"name": function.get("name"), "arguments": function.get("arguments")},
+    }
+
+
 def response_from_wire(body: dict[str, Any]) -> ModelResponse:
     """A chat-completions response body (first choice) as a ModelResponse."""
     choices = body.get("choices") or []
@@ -117,14 +176,14 @@ def response_from_wire(body: dict[str, Any]) -> ModelResponse:
 
 
 def response_to_wire(response: ModelResponse, model: str) -> dict[str, Any]:
-    """A ModelResponse as a chat-completions body, for the serve endpoint and for storage."""
+    """A ModelResponse (from a scripted or local model) as a chat.completions body."""
     message = message_to_wire(response.message)
     message.pop("tool_call_id", None)
-    return {
-        "id": response.response_id or "chatcmpl-tauproxy",
-        "object": "chat.completion",
-        "created": response.created or 0,
-        "model": response.response_model or model,
-        "choices": [{"index": 0, "message": message, "finish_reason": response.finish_reason or "stop"}],
-        "usage": usage_to_wire(response.usage),
-    }
+    return completion_body(
+        message,
+        finish_reason=response.finish_reason or "stop",
+        usage=response.usage,
+        response_id=response.response_id or "chatcmpl-tauproxy",
+        model=response.response_model or model,
+        created=response.created or 0,
+    )

@@ -7,8 +7,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tauproxy.data_model.call import ConnectionSettings
-from tauproxy.data_model.result import ModelInfo
 from tauproxy.data_model.key import EXCLUDED_PARAMS
+from tauproxy.data_model.result import ModelInfo
 from tauproxy.redact import redact_llm_args
 
 _CONNECTION_ALIASES = {"base_url": "api_base", "max_retries": "num_retries", "request_timeout": "timeout",

@@ -1,4 +1,4 @@
-"""The cassette layer of a Ray worker: it replays like CassetteTransport but never writes.
+"""The cassette layer of a Ray worker: `CassetteTransport` with a recorder that collects, never writes.
 
 A hit replays from the worker's read-only snapshot of the cassette. A miss goes live as in the run's
 mode, and the new call is collected as a `CallRecording` instead of appended. The worker returns the
@@ -12,18 +12,17 @@ new calls changes nothing.
 
 from __future__ import annotations
 
+from tauproxy.data_model.completion import CallRecording
+from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.pricing import Pricing
-from tauproxy.proxy.recorder import CallRecording, CassetteMode, CassetteTransport
-from tauproxy.proxy.transport import Completion, PreparedCall, Transport
+from tauproxy.proxy.recorder import CassetteTransport
+from tauproxy.proxy.transport import Transport
 from tauproxy.store.cassette import Cassette
 
 
 class CollectingTransport(CassetteTransport):
-    """CassetteTransport whose recorder keeps new calls in `collected` for one trial."""
+    """CassetteTransport whose new calls are kept in `collected`, for one trial."""
 
-    def __init__(self, cassette: Cassette, mode: CassetteMode, live: Transport | None, pricing: Pricing) -> None:
-        super().__init__(cassette, mode, live, pricing)
+    def __init__(self, cassette: Cassette, mode: RecordMode, live: Transport | None, pricing: Pricing) -> None:
         self.collected: list[CallRecording] = []
-
-    def _record(self, call: PreparedCall, completion: Completion) -> None:
-        self.collected.append(CallRecording.of(call, completion, self._pricing))
+        super().__init__(cassette, mode, live, pricing, recorder=self.collected.append)

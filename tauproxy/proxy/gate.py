@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from tauproxy.data_model.call import ModelCall
+from tauproxy.data_model.completion import Completion
 from tauproxy.proxy.scripted import PREFIX as SCRIPTED_PREFIX
-from tauproxy.proxy.transport import Completion, PreparedCall, Transport
+from tauproxy.proxy.transport import Transport
 
 
 class LiveGate(Protocol):
@@ -24,8 +26,8 @@ class GatedTransport:
         self._inner = inner
         self._gate = gate
 
-    def complete(self, call: PreparedCall) -> Completion:
-        if call.request.model.startswith(SCRIPTED_PREFIX):
+    def complete(self, call: ModelCall) -> Completion:
+        if call.model.startswith(SCRIPTED_PREFIX):
             return self._inner.complete(call)
         self._gate.acquire()
         try:

@@ -69,10 +69,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tauproxy.errors import ConfigError, ModelCallError
+from tauproxy.data_model.call import ModelCall
+from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.key import canonical_arguments, canonical_json, seed_of
-from tauproxy.proxy.transport import Completion, PreparedCall
-from tauproxy.data_model.wire import response_from_wire
+from tauproxy.data_model.wire import normalise_response
+from tauproxy.errors import ConfigError, ModelCallError
 
 PREFIX = "local/"
 INSTALL_HINT = (
@@ -253,8 +254,8 @@ def _load(name: str, spec: LocalModelSpec) -> _LoadedModel:
 class LocalTransport:
     """Answers `local/...` requests with an in-process llama.cpp model."""
 
-    def complete(self, call: PreparedCall) -> Completion:
-        model = call.request.model
+    def complete(self, call: ModelCall) -> Completion:
+        model = call.model
         spec = model_spec(model)
         loaded = _load(model[len(PREFIX) :], spec)
         wire = call.wire
@@ -277,10 +278,10 @@ class LocalTransport:
         if tool_choice == "required" and not body["choices"][0]["message"].get("tool_calls"):
             raise ModelCallError(f"{model}: tool_choice 'required' but the model answered with text")
         try:
-            response = response_from_wire(body)
+            normalised = normalise_response(body)
         except ValueError as exc:
             raise ModelCallError(f"{model}: malformed response: {exc}") from None
-        return Completion(response=response, source="live", latency_s=latency)
+        return Completion(body=normalised, source="live", latency_s=latency)
 
     def close(self) -> None:
         # The model stays loaded for the life of the process: reloading it per run would cost

@@ -12,13 +12,12 @@ import importlib.metadata
 import importlib.util
 import json
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from tauproxy.data_model.call import Usage
+from tauproxy.data_model.call import Cost, ModelCall, Usage
 from tauproxy.errors import ConfigError
 from tauproxy.structured_file import read_mapping_file
 
@@ -36,12 +35,6 @@ class PriceAlias(BaseModel):
     """`{"same_as": "gpt-4.1"}` in a prices file: price this model like that one from the price map."""
 
     same_as: str
-
-
-@dataclass(frozen=True)
-class Cost:
-    usd: float | None
-    source: str
 
 
 class Pricing:
@@ -98,6 +91,23 @@ class Pricing:
         if price is None:
             return Cost(None, "unknown")
         return Cost(usage_cost(price, usage), source)
+
+    def call_cost(self, call: ModelCall, usage: Usage, recorded: Cost | None = None) -> Cost:
+        """What a call costs now: priced by the first of its billed names that has a price.
+
+        The one pricing rule for live calls and replays alike, in-process, under serve and on Ray: a
+        replay "saves" what the call would cost now, at this run's prices. Where none of its names has
+        a price now, a replay falls back to the price it was `recorded` with; only when neither is
+        known is the cost unknown.
+        """
+        cost = Cost(None, "unknown")
+        for model in call.billed_as:
+            cost = self.cost(model, usage)
+            if cost.usd is not None:
+                return cost
+        if recorded is not None and recorded.usd is not None:
+            return recorded
+        return cost
 
     def _litellm_map(self) -> dict[str, Any]:
         with self._lock:

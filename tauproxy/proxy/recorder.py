@@ -1,128 +1,103 @@
-"""The cassette layer: a Transport that replays recorded samples and records live ones.
+"""The cassette layer: the one place where recorded samples are replayed and live ones recorded.
 
-It wraps the live transport (router). In replay mode there is no live transport at all, so a
-replay can never reach the network or import a provider SDK.
+`tauproxy run` (threads), its Ray workers and `tauproxy serve` all answer through `CassetteTransport`;
+only what happens to a new recording differs (appended at once, or collected for the Ray driver).
+
+It wraps the live transport. In replay mode there is no live transport at all, so a replay can never
+reach the network or import a provider SDK.
+
+What a call costs is decided here too, by one rule (`Pricing.call_cost`): a live call at this run's
+prices; a replay at this run's prices as well (what it saved), falling back to the price recorded
+with it when its model has no price now.
+
+A live answer is returned in the form a replay of it will have (`Cassette.response_of`), so the
+first run and its replay see the same answers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any
+from collections.abc import Callable
 
-from tauproxy.data_model.call import CallRole, Usage
+from tauproxy.data_model.call import Cost, ModelCall
+from tauproxy.data_model.completion import CallRecording, Completion
 from tauproxy.errors import ReplayMissError
+from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.pricing import Pricing
-from tauproxy.proxy.transport import Completion, PreparedCall, Transport
-from tauproxy.data_model.wire import response_from_wire, response_to_wire
+from tauproxy.proxy.transport import Transport
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.diff import miss_message
-from tauproxy.store.entry import CassetteEntry
 
-
-class CassetteMode(StrEnum):
-    REPLAY = "replay"  # hits only; a miss is an error
-    RECORD = "record"  # always live; every call recorded
-    AUTO = "auto"  # hits replay; misses go live and are recorded
-
-
-@dataclass(frozen=True)
-class CallRecording:
-    """Everything `Cassette.record` needs for one live call, as one value.
-
-    The thread path writes it at once; a Ray worker returns it to the driver, the single writer
-    (proxy/collector.py). It holds the canonical wire request, never connection settings, so it can
-    travel between processes without carrying a key.
-    """
-
-    wire_request: dict[str, Any]
-    response_body: dict[str, Any]
-    key: str
-    sample_key: str
-    task_id: str
-    trial: int
-    occurrence: int
-    seed: int | None
-    role: CallRole
-    call_index: int
-    usage: Usage
-    cost_usd: float | None
-    price_source: str | None
-    latency_s: float
-
-    @classmethod
-    def of(cls, call: PreparedCall, completion: Completion, pricing: Pricing) -> CallRecording:
-        response = completion.response
-        cost = pricing.cost(call.request.model, response.usage)
-        return cls(
-            wire_request=call.wire,
-            response_body=response_to_wire(response, call.request.model),
-            key=call.key,
-            sample_key=call.sample_key,
-            task_id=call.context.scope.task_id,
-            trial=call.context.scope.trial,
-            occurrence=call.occurrence,
-            seed=call.request.seed,
-            role=call.context.role,
-            call_index=call.context.call_index,
-            usage=response.usage,
-            cost_usd=cost.usd,
-            price_source=cost.source,
-            latency_s=completion.latency_s,
-        )
-
-    def write(self, cassette: Cassette) -> CassetteEntry:
-        """Append durably (fsynced before return), exactly as a direct `Cassette.record` would."""
-        return cassette.record(
-            wire_request=self.wire_request,
-            response_body=self.response_body,
-            key=self.key,
-            sample_key=self.sample_key,
-            task_id=self.task_id,
-            trial=self.trial,
-            occurrence=self.occurrence,
-            seed=self.seed,
-            role=self.role,
-            call_index=self.call_index,
-            usage=self.usage,
-            cost_usd=self.cost_usd,
-            price_source=self.price_source,
-            latency_s=self.latency_s,
-        )
+# What becomes of a new recording: the thread path and serve append it (Cassette.record); a Ray
+# worker collects it for the driver, the single writer. It must raise if the recording is lost.
+Recorder = Callable[[CallRecording], None]
 
 
 class CassetteTransport:
-    def __init__(self, cassette: Cassette, mode: CassetteMode, live: Transport | None, pricing: Pricing) -> None:
+    """Replays what `cassette` holds and records what `live` answers, as `mode` says.
+
+    `mode` is resolved (never ONCE, never OFF: a run without a cassette has no cassette layer).
+    """
+
+    def __init__(
+        self,
+        cassette: Cassette,
+        mode: RecordMode,
+        live: Transport | None,
+        pricing: Pricing,
+        recorder: Recorder | None = None,
+    ) -> None:
+        if mode in (RecordMode.ONCE, RecordMode.OFF):
+            raise ValueError(f"the cassette layer needs a resolved mode, not {mode.value}")
+        if live is None and mode != RecordMode.REPLAY:
+            raise ValueError(f"mode {mode.value} needs a live transport")
         self.cassette = cassette
         self.mode = mode
         self._live = live
         self._pricing = pricing
+        self._recorder: Recorder = recorder if recorder is not None else cassette.record
 
-    def complete(self, call: PreparedCall) -> Completion:
-        if self.mode != CassetteMode.RECORD:
-            entry = self.cassette.lookup(call.sample_key)
-            if entry is not None:
-                response = response_from_wire(self.cassette.response_of(entry))
-                return Completion(response=response, source="replay", latency_s=entry.latency_s)
-            if self.mode == CassetteMode.REPLAY or self._live is None:
-                scope = call.context.scope
-                raise ReplayMissError(
-                    miss_message(
-                        self.cassette,
-                        call.wire,
-                        task_id=scope.task_id,
-                        trial=scope.trial,
-                        role=call.context.role,
-                        call_index=call.context.call_index,
-                    )
-                )
-        assert self._live is not None
+    def replay(self, call: ModelCall) -> Completion | None:
+        """The recorded answer to `call`, or None. Cheap: an index lookup, no I/O."""
+        if not self.mode.looks_up:
+            return None
+        entry = self.cassette.lookup(call.sample_key)
+        if entry is None:
+            return None
+        recorded = Cost(entry.cost_usd, entry.price_source or "recorded")
+        return Completion(
+            body=self.cassette.response_of(entry),
+            source="replay",
+            latency_s=entry.latency_s,
+            cost=self._pricing.call_cost(call, entry.usage, recorded),
+        )
+
+    def complete(self, call: ModelCall) -> Completion:
+        replayed = self.replay(call)
+        if replayed is not None:
+            return replayed
+        if self._live is None:
+            raise ReplayMissError(self.miss_report(call))
         completion = self._live.complete(call)
-        self._record(call, completion)
-        return completion
+        cost = self._pricing.call_cost(call, completion.usage)
+        recording = CallRecording.of(call, completion, cost)
+        self._recorder(recording)  # durably, before the answer is used
+        return Completion(
+            body=self.cassette.replay_form(recording),
+            source="live",
+            latency_s=completion.latency_s,
+            cost=cost,
+        )
 
-    def _record(self, call: PreparedCall, completion: Completion) -> None:
-        CallRecording.of(call, completion, self._pricing).write(self.cassette)
+    def miss_report(self, call: ModelCall) -> str:
+        """Why `call` is not in the cassette: the nearest recorded call and how it differs."""
+        return miss_message(
+            self.cassette,
+            call.wire,
+            task_id=call.scope.task_id,
+            trial=call.scope.trial,
+            role=call.role,
+            call_index=call.call_index,
+        )
 
     def close(self) -> None:
         if self._live is not None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from tauproxy.data_model.call import ModelCall
+from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.task import Task
 from tauproxy.proxy.scripted import PREFIX as SCRIPTED_PREFIX
 from tauproxy.proxy.scripted import ScriptedTransport
-from tauproxy.proxy.transport import Completion, PreparedCall, Transport
+from tauproxy.proxy.transport import Transport
 
 LOCAL_PREFIX = "local/"
 
@@ -20,8 +22,8 @@ class ProviderRouter:
         self._local: Transport | None = None
         self._litellm: Transport | None = None
 
-    def complete(self, call: PreparedCall) -> Completion:
-        model = call.request.model
+    def complete(self, call: ModelCall) -> Completion:
+        model = call.model
         if model.startswith(SCRIPTED_PREFIX):
             return self._scripted.complete(call)
         if model.startswith(LOCAL_PREFIX):

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from tauproxy.data_model.call import ModelRequest, ModelResponse, Usage
+from tauproxy.data_model.call import ModelCall, ModelRequest, ModelResponse, Usage
+from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.judge import (
     ASSERTIONS_CLOSE,
     ASSERTIONS_OPEN,
@@ -39,8 +40,8 @@ from tauproxy.data_model.judge import (
 )
 from tauproxy.data_model.message import Message, ToolCall
 from tauproxy.data_model.task import Action, Task
+from tauproxy.data_model.wire import response_to_wire
 from tauproxy.errors import ConfigError
-from tauproxy.proxy.transport import Completion, PreparedCall
 
 PREFIX = "scripted/"
 FINAL_PREFIX = "Your request is complete."
@@ -79,19 +80,22 @@ class ScriptedTransport:
     def __init__(self, tasks: Mapping[str, Task]) -> None:
         self._tasks = tasks
 
-    def complete(self, call: PreparedCall) -> Completion:
-        spec = parse_spec(call.request.model)
-        task = self._tasks.get(call.context.scope.task_id)
-        seed = call.request.seed or 0
-        message = SCRIPTED_MODELS[spec.name](call.request, task, spec, seed)
+    def complete(self, call: ModelCall) -> Completion:
+        request = call.request
+        if request is None:
+            raise ConfigError(f"{call.model}: scripted models answer in-process calls only")
+        spec = parse_spec(request.model)
+        task = self._tasks.get(call.scope.task_id)
+        seed = request.seed or 0
+        message = SCRIPTED_MODELS[spec.name](request, task, spec, seed)
         usage = _usage(call.wire, message)
         response = ModelResponse(
             message=message,
             finish_reason="tool_calls" if message.tool_calls else "stop",
             usage=usage,
-            response_model=call.request.model,
+            response_model=request.model,
         )
-        return Completion(response=response, source="live")
+        return Completion(body=response_to_wire(response, request.model), source="live")
 
     def close(self) -> None:
         return None

@@ -1,38 +1,19 @@
-"""The transport contract: every way of answering a model request is a Transport.
+"""The transport contract: every way of answering a model call is a Transport.
 
-Live providers, scripted models and the cassette (which wraps another transport) all implement the
-same one method, so the engine is handed a transport and never knows whether caching exists.
+Live providers, scripted and local models, and the cassette layer (which wraps another transport)
+all implement the same one method, so the engine and `serve` are handed a transport and never know
+whether caching exists. The call (`ModelCall`) and the answer (`Completion`) are data_model types.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from pydantic import BaseModel
-
-from tauproxy.data_model.call import CallContext, CallSource, ModelRequest, ModelResponse
-
-
-@dataclass(frozen=True)
-class PreparedCall:
-    """A request with its identity worked out once: wire body, key and sample key."""
-
-    request: ModelRequest
-    wire: dict[str, Any]
-    context: CallContext
-    key: str
-    sample_key: str
-    occurrence: int
-
-
-class Completion(BaseModel):
-    response: ModelResponse
-    source: CallSource
-    latency_s: float = 0.0
+from tauproxy.data_model.call import ModelCall
+from tauproxy.data_model.completion import Completion
 
 
 class Transport(Protocol):
-    def complete(self, call: PreparedCall) -> Completion: ...
+    def complete(self, call: ModelCall) -> Completion: ...
 
     def close(self) -> None: ...

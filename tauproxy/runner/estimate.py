@@ -19,14 +19,16 @@ from pathlib import Path
 
 import numpy as np
 
-from tauproxy.data_model.call import CallRecord, CallRole, Usage
+from tauproxy.data_model.call import CallRecord, CallRole, ModelCall, Usage
+from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.result import SimulationRun
 from tauproxy.errors import ReplayMissError
 from tauproxy.proxy.pricing import Pricing
-from tauproxy.proxy.transport import Completion, PreparedCall, Transport
-from tauproxy.runner.config import RunConfig
+from tauproxy.proxy.transport import Transport
 from tauproxy.results.run_dir import load_results
-from tauproxy.runner.run import PreparedRun, prepare
+from tauproxy.runner.config import RunConfig
+from tauproxy.runner.prepared import PreparedRun
+from tauproxy.runner.run import prepare
 from tauproxy.runner.trial import TrialSpec, run_trial
 
 ROLES: tuple[CallRole, ...] = ("agent", "user", "judge")
@@ -80,9 +82,9 @@ class _Probe:
     inner: Transport
     hits: list[tuple[CallRole, Usage, str]] = field(default_factory=list)
 
-    def complete(self, call: PreparedCall) -> Completion:
+    def complete(self, call: ModelCall) -> Completion:
         completion = self.inner.complete(call)
-        self.hits.append((call.context.role, completion.response.usage, call.request.model))
+        self.hits.append((call.role, completion.usage, call.model))
         return completion
 
     def close(self) -> None:
@@ -92,10 +94,11 @@ class _Probe:
 def replayable_prefixes(run: PreparedRun, cassette: Path | None) -> dict[str, list[tuple[CallRole, Usage, str]]]:
     if cassette is None or not (cassette / "calls.jsonl").exists():
         return {}
-    from tauproxy.proxy.recorder import CassetteMode, CassetteTransport
+    from tauproxy.proxy.modes import RecordMode
+    from tauproxy.proxy.recorder import CassetteTransport
     from tauproxy.store.cassette import Cassette
 
-    replay = CassetteTransport(Cassette.open(cassette, create=False), CassetteMode.REPLAY, None, run.pricing)
+    replay = CassetteTransport(Cassette.open(cassette, create=False), RecordMode.REPLAY, None, run.pricing)
     prefixes = {}
     for spec in run.specs:
         probe = _Probe(replay)

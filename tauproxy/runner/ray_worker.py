@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from tauproxy import __version__
+from tauproxy.data_model.completion import CallRecording
 from tauproxy.data_model.result import SimulationRun
 from tauproxy.domain.pack import DomainPack, load_pack
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.collector import CollectingTransport
 from tauproxy.proxy.gate import GatedTransport
+from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.pricing import Pricing
-from tauproxy.proxy.recorder import CallRecording, CassetteMode
 from tauproxy.proxy.router import ProviderRouter
 from tauproxy.proxy.transport import Transport
 from tauproxy.runner.config import RunConfig
@@ -53,7 +54,7 @@ class WorkerSetup:
     domain_sha256: str
     price_source: str | None
     version: str
-    mode: CassetteMode | None  # None: no cassette (record mode off)
+    mode: RecordMode | None  # None: no cassette (record mode off)
     cassette_dir: Path | None
     cassette_bytes: Any  # ObjectRef of the driver's calls.jsonl bytes; None when there is no cassette
     slots: Any  # ActorHandle of the run's LiveSlots; None when no call can go live
@@ -99,7 +100,7 @@ def _transport_for(
     if setup.mode is None or state.cassette is None:
         return live, None  # no cassette: every call is live and nothing is recorded
     collector = CollectingTransport(
-        state.cassette, setup.mode, None if setup.mode == CassetteMode.REPLAY else live, state.pricing
+        state.cassette, setup.mode, None if setup.mode == RecordMode.REPLAY else live, state.pricing
     )
     return collector, collector
 

@@ -3,29 +3,23 @@
 from __future__ import annotations
 
 from tauproxy.domain.pack import DomainPack
+from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.router import ProviderRouter
 from tauproxy.proxy.transport import Transport
-from tauproxy.proxy.modes import RecordMode
 from tauproxy.runner.config import RunConfig
-
-
-def resolve_mode(config: RunConfig, cassette_is_empty: bool) -> RecordMode:
-    if config.record_mode == RecordMode.ONCE:
-        return RecordMode.RECORD if cassette_is_empty else RecordMode.REPLAY
-    return config.record_mode
 
 
 def build_transport(config: RunConfig, pack: DomainPack, pricing: Pricing | None = None) -> Transport:
     router = ProviderRouter({task.id: task for task in pack.tasks})
     if config.cassette is None or config.record_mode == RecordMode.OFF:
         return router
-    from tauproxy.proxy.recorder import CassetteMode, CassetteTransport
+    from tauproxy.proxy.recorder import CassetteTransport
     from tauproxy.store.cassette import Cassette
 
     cassette = Cassette.open(config.cassette, create=config.record_mode != RecordMode.REPLAY)
-    mode = CassetteMode(resolve_mode(config, cassette.is_empty()).value)
-    live = None if mode == CassetteMode.REPLAY else router
+    mode = config.record_mode.resolved(cassette.is_empty())
+    live = router if mode.goes_live else None
     return CassetteTransport(cassette, mode, live, pricing or Pricing.from_file(config.prices))
 
 

@@ -1,15 +1,19 @@
-"""The record/replay decision for one chat-completion request; HTTP-free, so tests and benches can
-drive it directly.
+"""One chat-completion request answered through the cassette layer; HTTP-free, so tests and benches
+can drive it directly.
 
-Modes mean what they mean in-process (tauproxy.runner.config.RecordMode):
+The record/replay decision is not made here: it is `proxy.recorder.CassetteTransport`'s, the same
+code `tauproxy run` uses, over the same live transport (`proxy.live.LiteLLMTransport`). This module
+only turns a request body into a `ModelCall` (identity via `key.identify`, where to go via the
+upstream map), and the layer's outcomes into HTTP:
+
     replay  a hit is answered from the cassette; a miss is an HttpError 404 carrying the miss
-            report (tauproxy.store.diff.miss_message) and never reaches the upstream
+            report and never reaches the upstream
     auto    a hit replays; a miss goes live and is recorded before it is answered
     record  always live, always recorded
     off     no cassette: a plain proxy that still counts, prices and logs
-A live answer is recorded (fsynced) before the client sees it, and is then answered exactly as a
-replay of it would be, so a client cannot tell the first run from the replay. Upstream failures
-are passed through with their status and are never recorded.
+A live answer is recorded (fsynced) before the client sees it, and is answered exactly as a replay
+of it will be. Upstream failures are passed through with their status and are never recorded.
+Replays are answered on the event loop; live calls and cassette writes run in worker threads.
 """
 
 from __future__ import annotations
@@ -18,27 +22,25 @@ import functools
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
 
-from tauproxy.data_model.call import CallRole, CallSource, TrialScope, Usage
-from tauproxy.errors import CassetteError
-from tauproxy.data_model.key import EXCLUDED_PARAMS, request_key, sample_key, seed_of
-from tauproxy.proxy.pricing import Cost, Pricing
-from tauproxy.proxy.recorder import CallRecording
-from tauproxy.data_model.wire import usage_from_wire
+from tauproxy.data_model.call import CallRole, CallSource, ModelCall
+from tauproxy.data_model.completion import Completion
+from tauproxy.data_model.key import EXCLUDED_PARAMS, Occurrences, TrialScope, identify
+from tauproxy.errors import CassetteError, ModelCallError, ReplayMissError
 from tauproxy.proxy.modes import RecordMode
+from tauproxy.proxy.pricing import Pricing
+from tauproxy.proxy.recorder import CassetteTransport
+from tauproxy.proxy.transport import Transport
+from tauproxy.serve.config import UpstreamMap
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
-from tauproxy.serve.identity import CallSlot, Occurrences
 from tauproxy.serve.runlog import RunLog, RunLogLine
 from tauproxy.serve.stats import ServeStats
-from tauproxy.serve.upstream import LiveAnswer, Upstream
 from tauproxy.store.cassette import Cassette
-from tauproxy.store.diff import miss_message
 
 # Worker threads for live calls and cassette writes; replays never leave the event loop.
 MAX_WORKERS = 64
@@ -47,147 +49,90 @@ REPLAY_MISS_CODE = "tauproxy_replay_miss"
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class ServedCall:
-    """One request with its identity worked out: what is keyed, recorded and forwarded."""
-
-    wire: dict[str, Any]  # the body minus transport and connection fields (EXCLUDED_PARAMS)
-    key: str
-    sample_key: str
-    seed: int | None
-    scope: TrialScope
-    role: CallRole
-    slot: CallSlot
-
-    @property
-    def model(self) -> str:
-        return str(self.wire["model"])
-
-
-@dataclass(frozen=True)
-class Outcome:
-    body: dict[str, Any]
-    source: CallSource
-    usage: Usage
-    cost: Cost
-    recorded_latency_s: float | None = None
-
-
 class CompletionService:
     def __init__(
         self,
         mode: RecordMode,
         cassette: Cassette | None,
-        upstream: Upstream | None,
+        live: Transport | None,
         pricing: Pricing,
+        routes: UpstreamMap | None = None,
         run_log: RunLog | None = None,
     ) -> None:
         if mode == RecordMode.ONCE or (cassette is None) != (mode == RecordMode.OFF):
             raise ValueError(f"mode {mode.value} with{'out' if cassette is None else ''} a cassette")
-        if upstream is None and mode != RecordMode.REPLAY:
-            raise ValueError(f"mode {mode.value} needs an upstream")
+        if live is None and mode != RecordMode.REPLAY:
+            raise ValueError(f"mode {mode.value} needs a live transport")
         self.mode = mode
         self.cassette = cassette
-        self.upstream = upstream
+        self.cache = CassetteTransport(cassette, mode, live, pricing) if cassette is not None else None
+        self._transport: Transport | None = self.cache if self.cache is not None else live
         self.pricing = pricing
+        self.routes = routes or UpstreamMap({})
         self.run_log = run_log
         self.stats = ServeStats()
         self.occurrences = Occurrences()
         self._limiter: anyio.CapacityLimiter | None = None
 
-    def identify(self, body: dict[str, Any], scope: TrialScope, role: CallRole) -> ServedCall:
+    def identify(self, body: dict[str, Any], scope: TrialScope, role: CallRole) -> ModelCall:
         """Key the request and claim its occurrence now, in arrival order."""
         wire = {name: value for name, value in body.items() if name not in EXCLUDED_PARAMS}
-        key = request_key(wire)
-        seed = seed_of(wire)
-        slot = self.occurrences.take(scope, key)
-        skey = sample_key(key, seed, scope.task_id, scope.trial, slot.occurrence)
-        return ServedCall(wire, key, skey, seed, scope, role, slot)
+        identity, call_index = identify(wire, scope, self.occurrences)
+        route = self.routes.route(str(wire["model"]))
+        return ModelCall(
+            wire,
+            identity,
+            role,
+            call_index,
+            connection=route.connection(),
+            upstream_model=route.litellm_model(str(wire["model"])),
+        )
 
     async def complete(self, body: dict[str, Any], scope: TrialScope, role: CallRole) -> dict[str, Any]:
         """The chat.completion body for `body`, or an HttpError to send instead."""
         started = time.perf_counter()
         call = self.identify(body, scope, role)
         self.stats.request(call.model)
-        source: list[CallSource] = ["replay"]  # where the answer came from, as far as we got
         try:
-            outcome = await self._answer(call, source)
+            completion = self.cache.replay(call) if self.cache is not None else None
+            if completion is None:
+                completion = await self._in_thread(self._complete_off_loop, call)
         except HttpError as error:
-            self._log(call, source[0], started, None, error)
+            self.occurrences.give_back(call.identity)  # nothing was recorded under it
+            self._log(call, "replay" if error.code == REPLAY_MISS_CODE else "live", started, None, error)
             raise
-        self._log(call, outcome.source, started, outcome, None)
-        return outcome.body
+        self._count(call, completion)
+        self._log(call, completion.source, started, completion, None)
+        return completion.body
 
-    async def _answer(self, call: ServedCall, source: list[CallSource]) -> Outcome:
-        if self.cassette is not None and self.mode != RecordMode.RECORD:
-            entry = self.cassette.lookup(call.sample_key)
-            if entry is not None:
-                cost = Cost(entry.cost_usd, entry.price_source or "recorded")
-                self.stats.hit(call.model, entry.cost_usd)
-                return Outcome(self.cassette.response_of(entry), "replay", entry.usage, cost, entry.latency_s)
+    def _complete_off_loop(self, call: ModelCall) -> Completion:
+        """A miss (or record mode): the cassette layer goes live and records; errors become HTTP."""
+        assert self._transport is not None  # checked in __init__
+        try:
+            return self._transport.complete(call)
+        except ReplayMissError as exc:
             self.stats.miss(call.model)
-            if self.mode == RecordMode.REPLAY:
-                report = await self._in_thread(self._miss_report, call)
-                raise HttpError(404, report, "replay_miss", REPLAY_MISS_CODE)
-        source[0] = "live"
-        assert self.upstream is not None  # checked in __init__: every mode but replay has one
-        try:
-            live = await self._in_thread(self.upstream.complete, call.wire)
-        except HttpError:
+            raise HttpError(404, str(exc), "replay_miss", REPLAY_MISS_CODE) from None
+        except ModelCallError as exc:
+            if self.mode.looks_up:
+                self.stats.miss(call.model)
             self.stats.error(call.model)
-            raise
-        usage = usage_from_wire(live.body.get("usage"))
-        cost = self._price(live, call.model, usage)
-        body = live.body
-        if self.cassette is not None:
-            body = await self._in_thread(self._record, call, live, usage, cost)
-        self.stats.live(call.model, cost.usd)
-        return Outcome(body, "live", usage, cost)
-
-    def _miss_report(self, call: ServedCall) -> str:
-        assert self.cassette is not None
-        return miss_message(
-            self.cassette,
-            call.wire,
-            task_id=call.scope.task_id,
-            trial=call.scope.trial,
-            role=call.role,
-            call_index=call.slot.call_index,
-        )
-
-    def _price(self, live: LiveAnswer, asked: str, usage: Usage) -> Cost:
-        # The upstream model is the real one; the asked name may be an alias a prices file names.
-        cost = self.pricing.cost(live.upstream_model, usage)
-        return cost if cost.usd is not None else self.pricing.cost(asked, usage)
-
-    def _record(self, call: ServedCall, live: LiveAnswer, usage: Usage, cost: Cost) -> dict[str, Any]:
-        assert self.cassette is not None
-        try:
-            recording = CallRecording(
-                wire_request=call.wire,
-                response_body=live.body,
-                key=call.key,
-                sample_key=call.sample_key,
-                task_id=call.scope.task_id,
-                trial=call.scope.trial,
-                occurrence=call.slot.occurrence,
-                seed=call.seed,
-                role=call.role,
-                call_index=call.slot.call_index,
-                usage=usage,
-                cost_usd=cost.usd,
-                price_source=cost.source,
-                latency_s=round(live.latency_s, 6),
-            )
-            entry = recording.write(self.cassette)
+            raise upstream_http_error(exc) from None
         except CassetteError as exc:
             # The call was paid for; answering it unrecorded would silently break the replay promise.
             print(f"tauproxy serve: {exc}", file=sys.stderr, flush=True)
             raise HttpError(
                 500, f"the answer could not be recorded: {exc}", "server_error", "tauproxy_record_failed"
             ) from None
-        # Answer exactly what a replay will answer, so the first run and its replay are identical.
-        return self.cassette.response_of(entry)
+
+    def _count(self, call: ModelCall, completion: Completion) -> None:
+        cost = completion.cost or self.pricing.call_cost(call, completion.usage)
+        if completion.source == "replay":
+            self.stats.hit(call.model, cost.usd)
+            return
+        if self.mode.looks_up:
+            self.stats.miss(call.model)
+        self.stats.live(call.model, cost.usd)
 
     async def _in_thread(self, func: Callable[..., T], *args: Any) -> T:
         if self._limiter is None:  # created on the loop that uses it
@@ -196,16 +141,19 @@ class CompletionService:
 
     def _log(
         self,
-        call: ServedCall,
+        call: ModelCall,
         source: CallSource,
         started: float,
-        outcome: Outcome | None,
+        completion: Completion | None,
         error: HttpError | None,
     ) -> None:
         if self.run_log is None:
             return
         messages = call.wire.get("messages") or []
-        reply = outcome.body["choices"][0]["message"] if outcome is not None else None
+        reply = completion.body["choices"][0]["message"] if completion is not None else None
+        cost = None
+        if completion is not None:
+            cost = completion.cost or self.pricing.call_cost(call, completion.usage)
         self.run_log.write(
             RunLogLine(
                 ts=time.time(),
@@ -213,20 +161,32 @@ class CompletionService:
                 key=call.key,
                 model=call.model,
                 scope=call.scope,
-                occurrence=call.slot.occurrence,
-                call_index=call.slot.call_index,
-                seed=call.seed,
+                occurrence=call.identity.occurrence,
+                call_index=call.call_index,
+                seed=call.identity.seed,
                 role=call.role,
                 source=source,
                 status=error.status if error is not None else 200,
                 error_code=error.code if error is not None else None,
-                usage=outcome.usage if outcome is not None else None,
-                cost_usd=outcome.cost.usd if outcome is not None else None,
-                price_source=outcome.cost.source if outcome is not None else None,
+                usage=completion.usage if completion is not None else None,
+                cost_usd=cost.usd if cost is not None else None,
+                price_source=cost.source if cost is not None else None,
                 latency_s=round(time.perf_counter() - started, 6),
-                recorded_latency_s=outcome.recorded_latency_s if outcome is not None else None,
+                recorded_latency_s=completion.latency_s if completion is not None and completion.source == "replay"
+                else None,
                 request_fp=request_fingerprints(messages),
                 response_fp=wire_fingerprint(reply) if reply is not None else None,
                 system_sha256=system_sha256(messages),
             )
         )
+
+
+def upstream_http_error(exc: ModelCallError) -> HttpError:
+    """The HTTP error a client should see for a failed upstream call."""
+    message = f"upstream {exc}"
+    if exc.code == "upstream_timeout":
+        return HttpError(504, message, "timeout_error", exc.code)
+    if exc.code is not None or exc.status_code is None:
+        return HttpError(502, message, "server_error", exc.code or "upstream_unreachable")
+    headers = {"Retry-After": exc.retry_after} if exc.retry_after is not None else {}
+    return HttpError(exc.status_code, message, headers=headers)

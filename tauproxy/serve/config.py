@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from tauproxy.data_model.call import ConnectionSettings
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.structured_file import read_mapping_file
@@ -54,6 +55,16 @@ class UpstreamRoute(BaseModel):
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def connection(self) -> ConnectionSettings:
+        """Where calls of this route go; the key is read from the environment at each call."""
+        return ConnectionSettings(
+            api_base=self.api_base,
+            api_key=self.api_key(),
+            api_version=self.api_version,
+            timeout=self.timeout,
+            num_retries=self.num_retries,
+        )
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ What that means for harnesses:
 - Counters live as long as the process. Replaying a run needs the same counting from zero: restart
   the server (or use fresh scopes) between runs, otherwise the second run asks for occurrence 1,
   which replay mode reports as a miss and auto mode records anew (a paid call).
+- A failed attempt (upstream error, replay miss, unrecordable answer) gives its occurrence number
+  back, so a client's retry is the same sample as its first try.
 - The seed in the request (tau2-bench sends one per trial) is part of the sample key, which is what
   usually tells trials apart even without the header.
 
@@ -28,12 +30,10 @@ calls (it steers the nearest-call search of a miss report) and is never part of 
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
-from dataclasses import dataclass
 from typing import get_args
 
-from tauproxy.data_model.call import CallRole, TrialScope
+from tauproxy.data_model.call import CallRole
+from tauproxy.data_model.key import TrialScope
 from tauproxy.serve.errors import HttpError
 
 SCOPE_HEADER = "x-tauproxy-scope"
@@ -59,29 +59,3 @@ def parse_role(value: str | None) -> CallRole:
     if role not in _ROLES:
         raise HttpError(400, f"{ROLE_HEADER} must be one of {', '.join(_ROLES)}, got {value!r}")
     return role  # type: ignore[return-value]  # checked against CallRole's values just above
-
-
-@dataclass(frozen=True)
-class CallSlot:
-    """The place of one call: its occurrence of its key and its index, both within its scope."""
-
-    occurrence: int
-    call_index: int
-
-
-class Occurrences:
-    """Counts, per scope, how often each key was asked and how many calls came in; thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_key: dict[TrialScope, Counter[str]] = {}
-        self._calls: Counter[TrialScope] = Counter()
-
-    def take(self, scope: TrialScope, key: str) -> CallSlot:
-        """Claim the next occurrence of `key` in `scope` (arrival order is claim order)."""
-        with self._lock:
-            counter = self._by_key.setdefault(scope, Counter())
-            slot = CallSlot(occurrence=counter[key], call_index=self._calls[scope])
-            counter[key] += 1
-            self._calls[scope] += 1
-            return slot

@@ -34,7 +34,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from tauproxy.data_model.call import CallRole, CallSource, TrialScope, Usage
+from tauproxy.data_model.call import CallRole, CallSource, Usage
+from tauproxy.data_model.key import TrialScope
 from tauproxy.errors import ConfigError
 
 

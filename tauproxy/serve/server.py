@@ -24,13 +24,13 @@ from types import FrameType
 import uvicorn
 
 from tauproxy.errors import ConfigError
-from tauproxy.proxy.pricing import Pricing
+from tauproxy.proxy.live import LiteLLMTransport, load_litellm
 from tauproxy.proxy.modes import RecordMode
+from tauproxy.proxy.pricing import Pricing
 from tauproxy.serve.app import ServeApp
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.config import ServeConfig
 from tauproxy.serve.runlog import RunLog
-from tauproxy.serve.upstream import Upstream
 from tauproxy.store.cassette import Cassette
 
 # How long shutdown waits for in-flight requests (a live call may be slow) before cancelling them.
@@ -50,9 +50,10 @@ def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
     cassette = None
     if config.cassette is not None:
         cassette = Cassette.open(config.cassette, create=config.mode != RecordMode.REPLAY)
-    upstream = Upstream(config.upstream) if config.goes_live else None
+    live = LiteLLMTransport() if config.goes_live else None
     run_log = RunLog(config.run_log) if config.run_log is not None else None
-    service = CompletionService(config.mode, cassette, upstream, Pricing.from_file(config.prices), run_log)
+    pricing = Pricing.from_file(config.prices)
+    service = CompletionService(config.mode, cassette, live, pricing, config.upstream, run_log)
 
     def model_names() -> list[str]:
         names = set(config.upstream.names())
@@ -136,8 +137,10 @@ def _print(line: str) -> None:
 def serve(config: ServeConfig, out: Callable[[str], None] = _print) -> None:
     """Run until SIGTERM/SIGINT (or `should_exit`); returns once in-flight requests are answered."""
     built = build(config, out)
-    if built.service.upstream is not None:
-        built.service.upstream.load()
+    if config.goes_live:
+        # Import litellm now. It takes seconds; done before the ready line so that "ready" means a
+        # first live call is as fast as any other (a client with a 5 s timeout would fail otherwise).
+        load_litellm()
     sock = bind(config.host, config.port)
     where = str(built.cassette.directory) if built.cassette is not None else "no cassette"
     ready = f"tauproxy serve: {url_of(sock, config.host)} ({config.mode.value}, {where})"

@@ -40,11 +40,12 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from tauproxy.data_model.call import CallRole, Usage
-from tauproxy.errors import CassetteError
+from tauproxy.data_model.call import Usage
+from tauproxy.data_model.completion import CallRecording
 from tauproxy.data_model.key import (
     EXCLUDED_PARAMS,
     STRUCTURAL_FIELDS,
+    SampleIdentity,
     blob_hash,
     canonical_json,
     canonical_message,
@@ -53,7 +54,8 @@ from tauproxy.data_model.key import (
     request_key,
 )
 from tauproxy.data_model.key import sample_key as make_sample_key
-from tauproxy.data_model.wire import usage_to_wire
+from tauproxy.data_model.wire import completion_body
+from tauproxy.errors import CassetteError
 from tauproxy.store.entry import CassetteEntry, StoredRequest, StoredResponse
 from tauproxy.store.format import (
     CALLS_FILE,
@@ -374,16 +376,20 @@ class Cassette:
 
         The replay hot path: no chain walk, no deepcopy; every object in it is new.
         """
-        message = self.message(entry.response.message)
-        message.setdefault("content", None)  # canonical form drops nulls; a response body has the key
-        return {
-            "id": entry.response.response_id or f"chatcmpl-{entry.sample_key[:24]}",
-            "object": "chat.completion",
-            "created": entry.response.created or 0,
-            "model": entry.response.response_model or entry.request.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": entry.response.finish_reason}],
-            "usage": usage_to_wire(entry.usage),
-        }
+        return _answer_body(self.message(entry.response.message), entry.response, entry.usage,
+                            entry.sample_key, entry.request.model)
+
+    @staticmethod
+    def replay_form(recording: CallRecording) -> dict[str, Any]:
+        """The body `response_of` will give for `recording` once recorded, without writing it."""
+        choice, reply = _reply_of(recording.response_body)
+        body = recording.response_body
+        response = StoredResponse(
+            message="", finish_reason=choice.get("finish_reason"), response_id=body.get("id"),
+            response_model=body.get("model"), created=body.get("created"),
+        )
+        return _answer_body(reply, response, recording.usage, recording.identity.sample_key,
+                            recording.wire.get("model"))
 
     def message(self, digest: str) -> dict[str, Any]:
         """A fresh copy of a stored message."""
@@ -408,45 +414,29 @@ class Cassette:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def record(
-        self,
-        *,
-        wire_request: dict[str, Any],
-        response_body: dict[str, Any],
-        key: str,
-        sample_key: str,
-        task_id: str,
-        trial: int,
-        occurrence: int,
-        seed: int | None,
-        role: CallRole,
-        call_index: int,
-        usage: Usage,
-        cost_usd: float | None,
-        price_source: str | None,
-        latency_s: float,
-    ) -> CassetteEntry:
+    def record(self, recording: CallRecording) -> CassetteEntry:
         """Append one call durably (fsynced before return) and index it. See the module docstring."""
         self._refuse_if_snapshot("record")
-        wire = flat_wire(wire_request)
+        wire = flat_wire(recording.wire)
         canonical = _secret_free(wire)
-        _check_keys(wire, key, sample_key, seed, task_id, trial, occurrence)
-        parts = _stored_parts(canonical, response_body)
+        identity = recording.identity
+        _check_identity(wire, identity)
+        parts = _stored_parts(canonical, recording.response_body)
         entry = CassetteEntry(
-            key=key,
-            sample_key=sample_key,
-            task_id=task_id,
-            trial=trial,
-            occurrence=occurrence,
-            seed=seed,
-            role=role,
-            call_index=call_index,
+            key=identity.key,
+            sample_key=identity.sample_key,
+            task_id=identity.scope.task_id,
+            trial=identity.scope.trial,
+            occurrence=identity.occurrence,
+            seed=identity.seed,
+            role=recording.role,
+            call_index=recording.call_index,
             request=parts.request,
             response=parts.response,
-            usage=usage,
-            cost_usd=cost_usd,
-            price_source=price_source,
-            latency_s=latency_s,
+            usage=recording.usage,
+            cost_usd=recording.cost_usd,
+            price_source=recording.price_source,
+            latency_s=recording.latency_s,
             recorded_at=_now_iso(),
         )
         with self._lock, locked(self.directory):
@@ -548,23 +538,31 @@ def _resolve_chains(
     return depth, broken, causes
 
 
-def _check_keys(
-    wire: dict[str, Any],
-    key: str,
-    sample_key: str,
-    seed: int | None,
-    task_id: str,
-    trial: int,
-    occurrence: int,
-) -> None:
+def _check_identity(wire: dict[str, Any], identity: SampleIdentity) -> None:
     # An entry filed under a key its request does not hash to could never be replayed.
-    if request_key(wire) != key:
-        raise CassetteError(f"refusing to record: key {key[:12]} is not the key of this request")
-    if make_sample_key(key, seed, task_id, trial, occurrence) != sample_key:
+    if request_key(wire) != identity.key:
+        raise CassetteError(f"refusing to record: key {identity.key[:12]} is not the key of this request")
+    scope = identity.scope
+    expected = make_sample_key(identity.key, identity.seed, scope.task_id, scope.trial, identity.occurrence)
+    if expected != identity.sample_key:
         raise CassetteError(
-            f"refusing to record: sample key {sample_key[:12]} does not match key, seed, "
-            f"task {task_id!r}, trial {trial} and occurrence {occurrence}"
+            f"refusing to record: sample key {identity.sample_key[:12]} does not match key, seed, "
+            f"task {scope.task_id!r}, trial {scope.trial} and occurrence {identity.occurrence}"
         )
+
+
+def _answer_body(
+    message: dict[str, Any], response: StoredResponse, usage: Usage, sample_key: str, request_model: str | None
+) -> dict[str, Any]:
+    message.setdefault("content", None)  # canonical form drops nulls; a response body has the key
+    return completion_body(
+        message,
+        finish_reason=response.finish_reason,
+        usage=usage,
+        response_id=response.response_id or f"chatcmpl-{sample_key[:24]}",
+        model=response.response_model or request_model,
+        created=response.created or 0,
+    )
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tauproxy.errors import CassetteError
 from tauproxy.data_model.key import blob_hash, canonical_json, canonical_message
+from tauproxy.errors import CassetteError
 from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry
 
 CALLS_FILE = "calls.jsonl"

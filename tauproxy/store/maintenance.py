@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tauproxy.errors import CassetteError, ConfigError
 from tauproxy.data_model.key import request_key, sample_key
+from tauproxy.errors import CassetteError, ConfigError
 from tauproxy.store.cassette import Cassette, fsync_dir, locked
 from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry
 from tauproxy.store.format import (

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tauproxy.data_model.call import ConnectionSettings, ModelRequest
-from tauproxy.data_model.message import Message, ToolCall
 from tauproxy.data_model.key import EXCLUDED_PARAMS, request_key, sample_key
+from tauproxy.data_model.message import Message, ToolCall
 from tauproxy.data_model.wire import request_to_wire
 
 BASE: dict[str, Any] = {

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from conftest import load_stripped, report_json, run_cli
 
-from tauproxy.data_model.call import ModelRequest, TrialScope
+from tauproxy.data_model.call import ModelCall, ModelRequest
+from tauproxy.data_model.key import TrialScope
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.tool import ToolSchema
 from tauproxy.domain.pack import load_pack
@@ -24,7 +25,6 @@ from tauproxy.errors import ConfigError
 from tauproxy.proxy.client import ModelClient
 from tauproxy.proxy.local import STRING_CAP, LocalTransport, bounded_tool, grammar_pattern, template_messages
 from tauproxy.proxy.pricing import Pricing
-from tauproxy.proxy.transport import PreparedCall
 
 MODEL = "local/smollm2-135m"
 
@@ -39,7 +39,7 @@ requires_extra = pytest.mark.skipif(
 )
 
 
-def _agent_call(model: str = MODEL, **params: Any) -> PreparedCall:
+def _agent_call(model: str = MODEL, **params: Any) -> ModelCall:
     """The agent's first request on the first mock task, as the engine would build it."""
     pack = load_pack("mock")
     task = pack.tasks[0]

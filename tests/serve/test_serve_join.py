@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tauproxy.data_model.call import TrialScope, Usage
+from tauproxy.data_model.call import Usage
+from tauproxy.data_model.key import TrialScope
 from tauproxy.data_model.message import Message, ToolCall
 from tauproxy.data_model.result import ModelInfo, Results, RunInfo, SimulationRun, TerminationReason
 from tauproxy.serve.fingerprint import request_fingerprints, system_sha256, wire_fingerprint

@@ -8,14 +8,15 @@ from typing import Any
 
 import pytest
 
-from tauproxy.data_model.call import TrialScope
+from tauproxy.data_model.key import Occurrences, TrialScope
+from tauproxy.data_model.wire import normalise_response
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.serve.config import ServeConfig, load_upstream_map
 from tauproxy.serve.errors import HttpError
-from tauproxy.serve.identity import DEFAULT_SCOPE, Occurrences, parse_role, parse_scope
+from tauproxy.serve.identity import DEFAULT_SCOPE, parse_role, parse_scope
 from tauproxy.serve.sse import sse_body
-from tauproxy.serve.upstream import normalise_completion, upstream_error
+from tauproxy.serve.completions import upstream_http_error
 
 COMPLETION: dict[str, Any] = {
     "id": "chatcmpl-1",
@@ -106,15 +107,17 @@ def test_config_needs_a_cassette_unless_off(tmp_path: Path) -> None:
 
 
 def test_upstream_errors_map_to_http() -> None:
-    from tauproxy.proxy.live import _litellm
+    from tauproxy.proxy.live import load_litellm, model_call_error
 
-    litellm = _litellm()
-    timeout = upstream_error(litellm.Timeout("slow", model="m", llm_provider="openai"), litellm, ())
-    assert timeout.status == 504
-    refused = upstream_error(litellm.APIConnectionError("refused", llm_provider="openai", model="m"), litellm, ())
-    assert refused.status == 502
-    limited = upstream_error(litellm.RateLimitError("sk-abcdefghijkl too many", llm_provider="openai", model="m"),
-                             litellm, ())
+    litellm = load_litellm()
+
+    def http(exc: Exception) -> HttpError:
+        return upstream_http_error(model_call_error(exc, "m", ()))
+
+    assert http(litellm.Timeout("slow", model="m", llm_provider="openai")).status == 504
+    refused = http(litellm.APIConnectionError("refused", llm_provider="openai", model="m"))
+    assert refused.status == 502 and refused.code == "upstream_unreachable"
+    limited = http(litellm.RateLimitError("sk-abcdefghijkl too many", llm_provider="openai", model="m"))
     assert limited.status == 429 and "sk-abcdefghijkl" not in limited.message  # keys never echo back
 
 
@@ -123,9 +126,8 @@ def test_normalised_answers_keep_only_what_is_replayed() -> None:
     raw["choices"][0]["message"].update({"function_call": None, "annotations": [], "audio": None})
     raw["choices"][0]["message"]["tool_calls"][0]["index"] = 0
     raw["system_fingerprint"] = "fp"
-    body = normalise_completion(raw)
+    body = normalise_response(raw)
     assert set(body["choices"][0]["message"]) == {"role", "content", "tool_calls"}
     assert body["choices"][0]["message"]["tool_calls"][0] == COMPLETION["choices"][0]["message"]["tool_calls"][0]
-    with pytest.raises(HttpError) as caught:
-        normalise_completion({"choices": []})
-    assert caught.value.status == 502
+    with pytest.raises(ValueError, match="no choices"):
+        normalise_response({"choices": []})

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from recordings import recording
 
 from tauproxy.data_model.call import Usage
+from tauproxy.data_model.key import canonical_request, message_hash, request_key
 from tauproxy.errors import CassetteError
-from tauproxy.data_model.key import canonical_request, message_hash, request_key, sample_key, seed_of
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.maintenance import prune, verify
@@ -46,23 +47,19 @@ def record(
     call_index: int = 0,
     usage: Usage | None = None,
 ) -> CassetteEntry:
-    key = request_key(request)
-    seed = seed_of(request)
     return cassette.record(
-        wire_request=request,
-        response_body=response,
-        key=key,
-        sample_key=sample_key(key, seed, task_id, trial, occurrence),
-        task_id=task_id,
-        trial=trial,
-        occurrence=occurrence,
-        seed=seed,
-        role="agent",
-        call_index=call_index,
-        usage=usage or Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12),
-        cost_usd=0.001,
-        price_source="test",
-        latency_s=0.25,
+        recording(
+            request,
+            response,
+            task_id=task_id,
+            trial=trial,
+            occurrence=occurrence,
+            call_index=call_index,
+            usage=usage or Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12),
+            cost_usd=0.001,
+            price_source="test",
+            latency_s=0.25,
+        )
     )
 
 
@@ -285,22 +282,7 @@ def test_key_must_match_the_request(tmp_path: Path) -> None:
     cassette = Cassette.open(tmp_path / "c")
     request = wire([{"role": "user", "content": "hi"}])
     with pytest.raises(CassetteError, match="not the key of this request"):
-        cassette.record(
-            wire_request=request,
-            response_body=body({"role": "assistant", "content": "ok"}),
-            key="0" * 64,
-            sample_key="1" * 64,
-            task_id="t1",
-            trial=0,
-            occurrence=0,
-            seed=None,
-            role="agent",
-            call_index=0,
-            usage=Usage(),
-            cost_usd=None,
-            price_source=None,
-            latency_s=0.0,
-        )
+        cassette.record(recording(request, body({"role": "assistant", "content": "ok"}), key="0" * 64, sample="1" * 64))
     assert cassette.is_empty()
 
 
@@ -309,19 +291,10 @@ def test_canonical_request_form_is_accepted(tmp_path: Path) -> None:
     request = wire([{"role": "user", "content": "hi"}], top_p=0.5)
     entry = record(cassette, request, body({"role": "assistant", "content": "ok"}))
     again = cassette.record(
-        **{**_kwargs(entry), "wire_request": canonical_request(request)},
-        response_body=body({"role": "assistant", "content": "ok"}),
+        recording(canonical_request(request), body({"role": "assistant", "content": "ok"}), key=entry.key,
+                  sample=entry.sample_key)
     )
     assert again.request == entry.request
-
-
-def _kwargs(entry: CassetteEntry) -> dict[str, Any]:
-    fields = ("key", "sample_key", "task_id", "trial", "occurrence", "seed", "role", "call_index", "usage")
-    return {name: getattr(entry, name) for name in fields} | {
-        "cost_usd": None,
-        "price_source": None,
-        "latency_s": 0.0,
-    }
 
 
 def test_open_without_create_needs_an_existing_cassette(tmp_path: Path) -> None:

@@ -7,9 +7,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from recordings import recording
 
 from tauproxy.data_model.call import Usage
-from tauproxy.data_model.key import request_key, sample_key
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.maintenance import verify
 
@@ -28,25 +28,9 @@ def write_calls(directory: str, writer: str, count: int, cassette: Cassette | No
             "messages": [SYSTEM, {"role": "user", "content": f"{writer} {index}"}],
             "temperature": 0,
         }
-        key = request_key(request)
-        cassette.record(
-            wire_request=request,
-            response_body={
-                "choices": [{"message": {"role": "assistant", "content": f"re {writer} {index}"}}]
-            },
-            key=key,
-            sample_key=sample_key(key, None, writer, 0, 0),
-            task_id=writer,
-            trial=0,
-            occurrence=0,
-            seed=None,
-            role="agent",
-            call_index=index,
-            usage=Usage(prompt_tokens=1, completion_tokens=1, total_tokens=2),
-            cost_usd=None,
-            price_source=None,
-            latency_s=0.0,
-        )
+        response = {"choices": [{"message": {"role": "assistant", "content": f"re {writer} {index}"}}]}
+        usage = Usage(prompt_tokens=1, completion_tokens=1, total_tokens=2)
+        cassette.record(recording(request, response, task_id=writer, call_index=index, usage=usage))
 
 
 @pytest.mark.slow

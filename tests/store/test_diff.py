@@ -6,8 +6,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from tauproxy.data_model.call import CallRole, Usage
-from tauproxy.data_model.key import request_key, sample_key
+from recordings import recording
+
+from tauproxy.data_model.call import CallRole
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.diff import describe_request_difference, miss_message, nearest_entry
 from tauproxy.store.entry import CassetteEntry
@@ -33,24 +34,9 @@ def record(
     call_index: int = 0,
     role: CallRole = "agent",
 ) -> CassetteEntry:
-    key = request_key(request)
     reply = {"role": "assistant", "content": "ok"}
-    return cassette.record(
-        wire_request=request,
-        response_body={"id": "r", "model": request["model"], "choices": [{"message": reply}]},
-        key=key,
-        sample_key=sample_key(key, None, task_id, trial, 0),
-        task_id=task_id,
-        trial=trial,
-        occurrence=0,
-        seed=None,
-        role=role,
-        call_index=call_index,
-        usage=Usage(),
-        cost_usd=None,
-        price_source=None,
-        latency_s=0.0,
-    )
+    response = {"id": "r", "model": request["model"], "choices": [{"message": reply}]}
+    return cassette.record(recording(request, response, task_id=task_id, trial=trial, role=role, call_index=call_index))
 
 
 def recorded_trial(directory: Path) -> Cassette:

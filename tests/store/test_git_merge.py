@@ -8,9 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from recordings import recording
 
-from tauproxy.data_model.call import Usage
-from tauproxy.data_model.key import request_key, sample_key
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.maintenance import compact, verify
 
@@ -40,23 +39,8 @@ def record_calls(directory: Path, task_id: str, count: int, answer: str = "same 
     keys = set()
     for index in range(count):
         request = {"model": "m", "messages": [SYSTEM, {"role": "user", "content": f"{task_id} q{index}"}]}
-        key = request_key(request)
-        entry = cassette.record(
-            wire_request=request,
-            response_body={"choices": [{"message": {"role": "assistant", "content": answer}}]},
-            key=key,
-            sample_key=sample_key(key, None, task_id, 0, 0),
-            task_id=task_id,
-            trial=0,
-            occurrence=0,
-            seed=None,
-            role="agent",
-            call_index=index,
-            usage=Usage(),
-            cost_usd=None,
-            price_source=None,
-            latency_s=0.0,
-        )
+        response = {"choices": [{"message": {"role": "assistant", "content": answer}}]}
+        entry = cassette.record(recording(request, response, task_id=task_id, call_index=index))
         keys.add(entry.sample_key)
     return keys
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
+from recordings import recording
 from typer.testing import CliRunner
 
 from tauproxy.data_model.call import CallRole, Usage
 from tauproxy.errors import CassetteError
-from tauproxy.data_model.key import request_key, sample_key
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.maintenance import check, compact, merge, prune, sample_keys_used, stats, verify
@@ -31,23 +31,19 @@ def record(
     usage: Usage | None = None,
 ) -> CassetteEntry:
     request = {"model": "gpt-4.1", "messages": [SYSTEM, {"role": "user", "content": question}]}
-    key = request_key(request)
     reply = {"role": "assistant", "content": answer}
+    response = {"id": "r", "created": 1, "model": "gpt-4.1", "choices": [{"message": reply}]}
     return cassette.record(
-        wire_request=request,
-        response_body={"id": "r", "created": 1, "model": "gpt-4.1", "choices": [{"message": reply}]},
-        key=key,
-        sample_key=sample_key(key, None, task_id, 0, 0),
-        task_id=task_id,
-        trial=0,
-        occurrence=0,
-        seed=None,
-        role=role,
-        call_index=0,
-        usage=usage or Usage(prompt_tokens=100, completion_tokens=10, total_tokens=110),
-        cost_usd=cost,
-        price_source="test" if cost is not None else None,
-        latency_s=0.1,
+        recording(
+            request,
+            response,
+            task_id=task_id,
+            role=role,
+            usage=usage or Usage(prompt_tokens=100, completion_tokens=10, total_tokens=110),
+            cost_usd=cost,
+            price_source="test" if cost is not None else None,
+            latency_s=0.1,
+        )
     )
 
 

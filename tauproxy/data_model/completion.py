@@ -1,0 +1,67 @@
+"""A call's answer as transports give it (`Completion`), and a live call ready to record (`CallRecording`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from tauproxy.data_model.call import CallRole, CallSource, Cost, ModelCall, ModelResponse, Usage
+from tauproxy.data_model.key import SampleIdentity
+from tauproxy.data_model.wire import response_from_wire, usage_from_wire
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A transport's answer: the chat.completion `body` (first choice), where it came from, and,
+    once the cache layer has priced it, its cost."""
+
+    body: dict[str, Any]
+    source: CallSource
+    latency_s: float = 0.0
+    cost: Cost | None = None
+
+    @cached_property
+    def response(self) -> ModelResponse:
+        return response_from_wire(self.body)
+
+    @cached_property
+    def usage(self) -> Usage:
+        return usage_from_wire(self.body.get("usage"))
+
+
+class CallRecording(BaseModel):
+    """One live call to append to a cassette, whole: what `Cassette.record` takes.
+
+    The thread path writes it at once; a Ray worker returns it to the driver, the single writer.
+    It holds the request body without connection settings, so it can travel between processes
+    without carrying a key.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    wire: dict[str, Any]
+    identity: SampleIdentity
+    role: CallRole
+    call_index: int
+    response_body: dict[str, Any]
+    usage: Usage
+    cost_usd: float | None
+    price_source: str | None
+    latency_s: float
+
+    @classmethod
+    def of(cls, call: ModelCall, completion: Completion, cost: Cost) -> CallRecording:
+        return cls(
+            wire=call.wire,
+            identity=call.identity,
+            role=call.role,
+            call_index=call.call_index,
+            response_body=completion.body,
+            usage=completion.usage,
+            cost_usd=cost.usd,
+            price_source=cost.source,
+            latency_s=round(completion.latency_s, 6),
+        )
