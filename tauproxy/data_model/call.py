@@ -19,14 +19,14 @@ CallSource = Literal["live", "replay"]
 class ConnectionSettings(BaseModel):
     """How to reach a provider. Never part of the key, never written to disk."""
 
-    model_config = ConfigDict(frozen=True, repr=False)
+    model_config = ConfigDict(frozen=True)
 
     api_base: str | None = None
-    api_key: str | None = None
+    api_key: str | None = Field(None, repr=False)  # a repr lands in logs and tracebacks
     api_version: str | None = None
     timeout: float | None = None
     num_retries: int | None = None
-    extra_headers: dict[str, str] | None = None
+    extra_headers: dict[str, str] | None = Field(None, repr=False)
 
 
 class ModelRequest(BaseModel):

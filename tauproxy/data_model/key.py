@@ -71,9 +71,10 @@ def canonical_arguments(arguments: Any) -> str:
     """A tool call's arguments as one canonical string, whether given as text or as an object."""
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            parsed: Any = json.loads(arguments)
         except json.JSONDecodeError:
             return arguments
+        return canonical_json(parsed)
     return canonical_json(arguments)
 
 

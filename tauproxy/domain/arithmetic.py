@@ -27,7 +27,7 @@ def evaluate_arithmetic(expression: str) -> float:
 
 def _evaluate(node: ast.expr) -> float:
     """Walk the parsed expression; anything but numbers and the four operations is refused."""
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
         return float(node.value)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _evaluate(node.left), _evaluate(node.right)

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from tauproxy.data_model.task import Task
+from tauproxy.data_model.task import EnvFunctionCall, Task
 from tauproxy.data_model.tool import ToolSchema
 from tauproxy.domain.state import BaseState
 from tauproxy.domain.tools import DomainFunction, marked_functions
@@ -239,7 +239,7 @@ def validate_pack(pack: DomainPack, tasks_path: Path) -> None:
                 raise DomainError(
                     f"{where}: field evaluation_criteria.actions: {action.name!r} is not a {action.requestor} tool"
                 )
-        calls = [*(criteria.env_assertions or [] if criteria else [])]
+        calls: list[EnvFunctionCall] = [*(criteria.env_assertions or [] if criteria else [])]
         if task.initial_state and task.initial_state.initialization_actions:
             calls.extend(task.initial_state.initialization_actions)
         for call in calls:

@@ -12,7 +12,7 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 from tauproxy.data_model.call import ModelRequest
 from tauproxy.data_model.message import Message
@@ -91,7 +91,7 @@ def load_agent_factory(spec: str) -> Callable[[AgentSetup], Agent]:
     factory = getattr(module, attribute, None)
     if not callable(factory):
         raise ConfigError(f"--agent-impl {spec!r}: {module_name} has no callable {attribute!r}")
-    return factory
+    return cast("Callable[[AgentSetup], Agent]", factory)
 
 
 class LLMAgent:

@@ -318,7 +318,8 @@ def _ask(
     def chat(**extra: Any) -> dict[str, Any]:
         # The handler never passes `seed` on, so the RNG is reset here before every step.
         llama.set_seed(seed)
-        return llama.create_chat_completion(messages=messages, stream=False, **sampling, **extra)
+        body: dict[str, Any] = llama.create_chat_completion(messages=messages, stream=False, **sampling, **extra)
+        return body
 
     if not tools or tool_choice == "none":
         return [chat()]

@@ -154,7 +154,8 @@ def read_litellm_price_map() -> dict[str, Any]:
     path = Path(next(iter(spec.submodule_search_locations))) / LITELLM_MAP_FILE
     if not path.exists():
         return {}
-    return json.loads(path.read_text(encoding="utf-8"))
+    table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return table
 
 
 def load_price_file(path: Path) -> tuple[dict[str, ModelPrice | PriceAlias], str]:

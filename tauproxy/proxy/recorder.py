@@ -54,7 +54,10 @@ class CassetteTransport:
         self.mode = mode
         self._live = live
         self._pricing = pricing
-        self._recorder: Recorder = recorder if recorder is not None else cassette.record
+        self._recorder: Recorder = recorder if recorder is not None else self._append
+
+    def _append(self, recording: CallRecording) -> None:
+        self.cassette.record(recording)
 
     def replay(self, call: ModelCall) -> Completion | None:
         """The recorded answer to `call`, or None. Cheap: an index lookup, no I/O."""

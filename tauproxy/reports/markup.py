@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 
 def element(tag: str, text: str = "", children: str = "", **attrs: object) -> str:
@@ -39,13 +40,15 @@ def money(value: float | None) -> str:
 
 def cell(text: str, number: bool = False, **attrs: object) -> str:
     """A table cell; numbers align right."""
-    return element("td", text, class_="num" if number else attrs.pop("class_", None), **attrs)
+    extra: dict[str, Any] = dict(attrs)  # attributes only: element's own parameters are passed by position
+    return element("td", text, "", class_="num" if number else extra.pop("class_", None), **extra)
 
 
 def table(headers: list[str], rows: list[str], **attrs: object) -> str:
     """A table from header texts and rows built with `row`."""
     head = element("tr", children="".join(element("th", h) for h in headers)) if headers else ""
-    return element("table", children=head + "".join(rows), **attrs)
+    extra: dict[str, Any] = dict(attrs)
+    return element("table", "", head + "".join(rows), **extra)
 
 
 def row(*cells: str) -> str:

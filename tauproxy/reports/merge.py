@@ -9,6 +9,7 @@ replayed from a cassette plus 4 new live trials with other seeds, reported as on
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from tauproxy.data_model.result import Results, SimulationRun
 from tauproxy.data_model.task import Task
@@ -16,7 +17,7 @@ from tauproxy.errors import ConfigError
 from tauproxy.reports.provenance import SourcedResults, notes_of, sources_of, task_order
 
 
-def merge_results(results: list[Results], sources: list[str] | None = None) -> SourcedResults:
+def merge_results(results: Sequence[Results], sources: list[str] | None = None) -> SourcedResults:
     """One Results holding every distinct trial; trials renumbered per task by (file order, trial).
 
     `sources` names each input in messages (file paths); it defaults to what the inputs recorded.
@@ -81,14 +82,14 @@ def _renumbered(run: SimulationRun, trial: int) -> SimulationRun:
     return run.model_copy(update={"trial": trial, "id": run_id})
 
 
-def _check_same_domain(results: list[Results], names: list[str]) -> None:
+def _check_same_domain(results: Sequence[Results], names: list[str]) -> None:
     domains = {r.info.domain for r in results}
     if len(domains) > 1:
         listed = ", ".join(f"{name} ({r.info.domain})" for r, name in zip(results, names, strict=True))
         raise ConfigError(f"cannot merge runs of different domains: {listed}")
 
 
-def _differences(results: list[Results], names: list[str]) -> list[str]:
+def _differences(results: Sequence[Results], names: list[str]) -> list[str]:
     """Settings that differ between merged runs: allowed, but the reader should know."""
     first = results[0].info
     notes: list[str] = []
@@ -102,14 +103,14 @@ def _differences(results: list[Results], names: list[str]) -> list[str]:
     return notes
 
 
-def _task_order(results: list[Results]) -> list[str]:
+def _task_order(results: Sequence[Results]) -> list[str]:
     order: OrderedDict[str, None] = OrderedDict()
     for result in results:
         order.update((task_id, None) for task_id in task_order(result))
     return list(order)
 
 
-def _tasks(results: list[Results]) -> list[Task]:
+def _tasks(results: Sequence[Results]) -> list[Task]:
     tasks: OrderedDict[str, Task] = OrderedDict()
     for result in results:
         for task in result.tasks:

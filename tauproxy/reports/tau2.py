@@ -214,7 +214,7 @@ def _tool_call(raw: dict[str, Any], side: str) -> ToolCall:
         id=str(raw.get("id") or ""),
         name=str(raw.get("name")),
         arguments=arguments if isinstance(arguments, dict) else {},
-        requestor=raw.get("requestor") or side,
+        requestor="user" if (raw.get("requestor") or side) == "user" else "assistant",
     )
 
 

@@ -34,7 +34,7 @@ from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
 
 # How long shutdown waits for in-flight requests (a live call may be slow) before cancelling them.
-GRACEFUL_SHUTDOWN_S = 120.0
+GRACEFUL_SHUTDOWN_S = 120
 
 
 @dataclass

@@ -393,7 +393,8 @@ class Cassette:
 
     def message(self, digest: str) -> dict[str, Any]:
         """A fresh copy of a stored message."""
-        return json.loads(self.message_text(digest))
+        message: dict[str, Any] = json.loads(self.message_text(digest))
+        return message
 
     def message_text(self, digest: str) -> str:
         """A stored message as its canonical JSON text."""

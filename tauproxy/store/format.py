@@ -54,7 +54,8 @@ class MsgLine:
 
     @property
     def message(self) -> dict[str, Any]:
-        return json.loads(self.text)
+        message: dict[str, Any] = json.loads(self.text)
+        return message
 
 
 @dataclass(frozen=True)
