@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tauproxy_cli.flag import flag
+
 if TYPE_CHECKING:
     from tauproxy.store.cassette import Cassette
     from tauproxy.store.entry import CassetteEntry
@@ -34,8 +36,8 @@ DROP_BAD_HELP = "Drop damaged lines instead of refusing to rewrite."
 RUNS_HELP = "Run dir (holding results.json) whose calls to keep; more may follow."
 
 DirArg = Annotated[Path, typer.Argument(help="Cassette directory.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
-DropBadOpt = Annotated[bool, typer.Option("--drop-bad", help=DROP_BAD_HELP)]
+JsonOpt = Annotated[bool, flag("--json", help=JSON_HELP)]
+DropBadOpt = Annotated[bool, flag("--drop-bad", help=DROP_BAD_HELP)]
 
 
 @contextmanager

@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from tauproxy_cli.flag import flag
+
 GOOD, BAD, CANNOT_TEST = 0, 1, 125
 
 
@@ -23,7 +25,7 @@ def check_command(
         "--max-drop", help="Largest allowed drop of the metric below the baseline.")] = 0.05,
     metric: Annotated[str, typer.Option(
         "--metric", help="pass^1 | pass^k (largest k both runs have) | avg_reward.")] = "pass^1",
-    json_output: Annotated[bool, typer.Option("--json", help="Print the numbers as JSON.")] = False,
+    json_output: Annotated[bool, flag("--json", help="Print the numbers as JSON.")] = False,
 ) -> None:
     """Compare a run with a baseline on their common tasks; the exit code is the verdict."""
     from rich.markup import escape

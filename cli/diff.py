@@ -7,13 +7,15 @@ from typing import Annotated
 
 import typer
 
+from tauproxy_cli.flag import flag
+
 
 def diff_command(
     a: Annotated[Path, typer.Argument(help="The earlier run (directory or results.json).")],
     b: Annotated[Path, typer.Argument(help="The later run (directory or results.json).")],
     cassette: Annotated[list[Path] | None, typer.Option(
         "--cassette", help="Cassette holding the runs' calls, for exact request diffs (repeatable).")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print the diff as JSON.")] = False,
+    json_output: Annotated[bool, flag("--json", help="Print the diff as JSON.")] = False,
 ) -> None:
     """Per-task pass counts in A vs B, and for each flipped trial its first divergence and cause."""
     from tauproxy.reports.run_diff import diff_runs, render_diff

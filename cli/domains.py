@@ -6,11 +6,14 @@ from typing import Annotated, Any
 
 import typer
 
+from tauproxy_cli.flag import flag
+
 app = typer.Typer(help="List and inspect domain packs.", no_args_is_help=True)
+SHOWN_TASKS = 20  # a task list past this is cut, and says so
 
 
 @app.command("list")
-def list_command(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def list_command(json_output: Annotated[bool, flag("--json")] = False) -> None:
     """List the available domain packs."""
     from tauproxy.domain.pack import available_domains, load_pack
     from tauproxy_cli.output import out_console, print_json
@@ -35,13 +38,13 @@ def _tool_row(function: Any) -> dict[str, str]:
 
 
 @app.command("show")
-def show_command(name: str, json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+def show_command(name: str, json_output: Annotated[bool, flag("--json")] = False) -> None:
     """Show one pack: its tools and tasks."""
     from tauproxy.domain.pack import load_pack
     from tauproxy_cli.output import out_console, print_json
 
     pack = load_pack(name)
-    data = {
+    data: dict[str, Any] = {
         "name": pack.name,
         "root": str(pack.root),
         "content_sha256": pack.content_sha256,
@@ -56,14 +59,16 @@ def show_command(name: str, json_output: Annotated[bool, typer.Option("--json")]
     for side in ("agent_tools", "user_tools"):
         for tool in data[side]:
             out_console.print(f"  {side[:-6]:<6} {tool['kind']:<5} {tool['name']}: {tool['description']}")
-    out_console.print(f"  {len(pack.tasks)} tasks: " + ", ".join(data["tasks"][:20]))
+    shown = data["tasks"][:SHOWN_TASKS]
+    more = f", ... and {len(pack.tasks) - len(shown)} more (--json lists all)" if len(pack.tasks) > len(shown) else ""
+    out_console.print(f"  {len(pack.tasks)} tasks: " + ", ".join(shown) + more)
 
 
 @app.command("check")
 def check_command(
     names: Annotated[list[str] | None, typer.Argument(help="Packs to check (default: all).")] = None,
     tasks_file: Annotated[str | None, typer.Option(help="Check this tasks.json instead of the pack's.")] = None,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, flag("--json")] = False,
 ) -> None:
     """Oracle passes 100%, a do-nothing agent at most 10%, golden actions obey the policy."""
     from pathlib import Path

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from tauproxy_cli.flag import flag
 from tauproxy_cli.run_flags import RunFlags
 from tauproxy_cli.run_options import with_run_options
 
@@ -18,7 +19,7 @@ def estimate_command(
     history: Annotated[
         list[Path] | None, typer.Option("--history", help="Earlier run directories of this domain.")
     ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
+    json_output: Annotated[bool, flag("--json", help="Print the estimate as JSON.")] = False,
 ) -> None:
     """Predict what `run` with the same flags would cost; --cassette subtracts what it would replay."""
     from rich.table import Table

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
+from tauproxy_cli.flag import flag
 from tauproxy_cli.run_flags import RunFlags
 from tauproxy_cli.run_options import with_run_options
 
@@ -13,7 +12,7 @@ from tauproxy_cli.run_options import with_run_options
 @with_run_options
 def run_command(
     flags: RunFlags,
-    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    json_output: Annotated[bool, flag("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Run every selected task num-trials times and report pass^k."""
     from tauproxy_cli.run_setup import build_run_config

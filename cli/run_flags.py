@@ -1,35 +1,119 @@
-"""The flags of `tauproxy run` as one plain object. Imports nothing heavy: `--help` stays fast."""
+"""Every option of `tauproxy run`, declared once: name, type, default, help text and help panel.
+
+`with_run_options` (run_options.py) makes the typer options of `run`, `estimate` and `bisect` from
+these fields, and `build_run_config` (run_setup.py) the RunConfig. Most options are the RunConfig field
+of the same name; the flag-only ones (`sets=...`) name the RunConfig fields they decide, and
+`build_run_config` parses or merges them into those.
+
+Imports nothing heavy, so `--help` stays fast: the defaults come from the tiny modules that RunConfig
+reads them from too (tests/cli/test_run_options.py checks that both agree).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from tauproxy.engine.limits import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
+from tauproxy.runner.defaults import (
+    DEFAULT_EXECUTOR,
+    DEFAULT_JUDGE_LLM,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_NUM_TRIALS,
+    DEFAULT_RECORD_MODE,
+    DEFAULT_SEED,
+    DEFAULT_USER_LLM,
+)
+
+AGENT = "Agent, user and judge"
+RUN = "Tasks and trials"
+CASSETTE = "Cassette and cost"
+
+_SPEC = "run_option"
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    help: str
+    panel: str
+    min: int | None
+    # The RunConfig fields this option decides. None: the field of the option's own name, value as is.
+    sets: tuple[str, ...] | None
+
+
+def spec(help: str, panel: str, *, min: int | None = None, sets: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The `metadata` of a RunFlags field."""
+    return {_SPEC: OptionSpec(help, panel, min, sets)}
 
 
 @dataclass
 class RunFlags:
-    domain: str = "mock"
-    agent_llm: str | None = None
-    agent_llm_args: str | None = None
-    agent_config: Path | None = None
-    agent_impl: str | None = None
-    user_llm: str = "scripted/user"
-    user_llm_args: str | None = None
-    judge_llm: str = "scripted/judge"
-    judge_llm_args: str | None = None
-    num_trials: int = 1
-    num_tasks: int | None = None
-    task_ids: list[str] | None = None
-    tasks_file: Path | None = None
-    seed: int = 300
-    max_concurrency: int = 1
-    max_steps: int = 200
-    max_errors: int = 10
-    solo: bool = False
-    save_to: Path | None = None
-    cassette: Path | None = None
-    record_mode: str = "auto"
-    prices: Path | None = None
-    max_cost: float | None = None
-    executor: str = "thread"
-    ray_address: str | None = None
+    """The flags of one run as given; the demo, shipped-cassette checks and tests build it directly too."""
+
+    # RunConfig has no default domain (a library caller must pick one); the CLI offers the small mock pack.
+    domain: str = field(default="mock", metadata=spec("Domain pack name or path.", RUN))
+    agent_llm: str | None = field(default=None, metadata=spec("Agent model.", AGENT, sets=("agent",)))
+    agent_llm_args: str | None = field(default=None, metadata=spec(
+        "Agent model args as JSON.", AGENT, sets=("agent",)))
+    agent_config: Path | None = field(default=None, metadata=spec(
+        "Agent TOML: model, llm_args, system prompt.", AGENT, sets=("agent", "agent_prompt")))
+    agent_impl: str | None = field(default=None, metadata=spec(
+        "Your own agent: 'module:factory' (see README).", AGENT))
+    user_llm: str = field(default=DEFAULT_USER_LLM, metadata=spec("User simulator model.", AGENT, sets=("user",)))
+    user_llm_args: str | None = field(default=None, metadata=spec("User model args as JSON.", AGENT, sets=("user",)))
+    judge_llm: str = field(default=DEFAULT_JUDGE_LLM, metadata=spec(
+        "NL-assertion judge model.", AGENT, sets=("judge",)))
+    judge_llm_args: str | None = field(default=None, metadata=spec(
+        "Judge model args as JSON.", AGENT, sets=("judge",)))
+    num_trials: int = field(default=DEFAULT_NUM_TRIALS, metadata=spec("Trials per task.", RUN, min=1))
+    num_tasks: int | None = field(default=None, metadata=spec("First N tasks only.", RUN, min=1))
+    # Flag-only because comma-separated items are split: a list pasted from elsewhere fits in one flag.
+    task_ids: list[str] | None = field(default=None, metadata=spec(
+        "Only these task ids (repeat or comma-separate).", RUN, sets=("task_ids",)))
+    tasks_file: Path | None = field(default=None, metadata=spec("Use this tasks.json.", RUN))
+    seed: int = field(default=DEFAULT_SEED, metadata=spec("Run seed; per-trial seeds derive from it.", RUN))
+    max_concurrency: int = field(default=DEFAULT_MAX_CONCURRENCY, metadata=spec(
+        "Trials at once (thread); live calls at once, cluster-wide (ray).", RUN, min=1))
+    max_steps: int = field(default=DEFAULT_MAX_STEPS, metadata=spec(
+        "Messages per trial before it stops.", RUN, min=1))
+    max_errors: int = field(default=DEFAULT_MAX_ERRORS, metadata=spec(
+        "Tool errors per trial before it stops.", RUN, min=1))
+    solo: bool = field(default=False, metadata=spec("No user simulator; the agent holds both tool sets.", RUN))
+    save_to: Path | None = field(default=None, metadata=spec("Run directory; an existing one resumes.", RUN))
+    cassette: Path | None = field(default=None, metadata=spec("Cassette directory.", CASSETTE))
+    record_mode: str = field(default=DEFAULT_RECORD_MODE, metadata=spec(
+        "replay | record | auto | off | once (vcrpy names too).", CASSETTE, sets=("record_mode",)))
+    prices: Path | None = field(default=None, metadata=spec("Prices file (YAML/JSON, USD per token).", CASSETTE))
+    max_cost: float | None = field(default=None, metadata=spec(
+        "Stop starting trials past this live spend (USD).", CASSETTE))
+    executor: str = field(default=DEFAULT_EXECUTOR, metadata=spec(
+        "thread | ray (Ray: the optional ray extra of tauproxy).", RUN, sets=("executor",)))
+    ray_address: str | None = field(default=None, metadata=spec(
+        "Ray cluster to join (default: start a local instance).", RUN))
+
+
+@dataclass(frozen=True)
+class RunOption:
+    """One field of RunFlags with what typer and build_run_config need to know about it."""
+
+    name: str
+    annotation: Any
+    default: Any
+    spec: OptionSpec
+
+    @property
+    def config_fields(self) -> tuple[str, ...]:
+        return (self.name,) if self.spec.sets is None else self.spec.sets
+
+
+def run_options() -> list[RunOption]:
+    hints = typing.get_type_hints(RunFlags)
+    return [RunOption(f.name, hints[f.name], f.default, f.metadata[_SPEC]) for f in dataclasses.fields(RunFlags)]
+
+
+def as_is_options() -> list[str]:
+    """The options that are the RunConfig field of the same name, value passed unchanged."""
+    return [o.name for o in run_options() if o.spec.sets is None]

@@ -7,7 +7,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from tauproxy.data_model.result import SimulationRun
 from tauproxy.reports.summary import summarize
 from tauproxy.runner.config import RunConfig
-from tauproxy.runner.run import prepare
+from tauproxy.runner.run import execute_prepared, prepare
 from tauproxy_cli.output import err_console, print_json, warn
 from tauproxy_cli.report_view import print_summary
 
@@ -31,7 +31,7 @@ def run_with_progress(config: RunConfig, json_output: bool) -> None:
             reward = run.reward_info.reward if run.reward_info else 0.0
             progress.update(bar, completed=done, total=total, last=f"{run.id} reward={reward:g}")
 
-        outcome = prepared.execute(progress=advance)
+        outcome = execute_prepared(prepared, progress=advance)
     for message in outcome.warnings:
         warn(message)
     if outcome.stopped_reason:

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from tauproxy.serve.config import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -15,8 +17,10 @@ def serve_command(
         Path | None, typer.Option(help="Cassette directory (required unless --record-mode off).")
     ] = None,
     record_mode: Annotated[str, typer.Option(help="auto | replay | record | off | once (vcrpy names too).")] = "auto",
-    host: Annotated[str, typer.Option(help="Address to bind; loopback unless you mean to share it.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to bind; 0 picks a free one (the ready line names it).")] = 8765,
+    host: Annotated[str, typer.Option(help="Address to bind; loopback unless you mean to share it.")] = DEFAULT_HOST,
+    port: Annotated[
+        int, typer.Option(help="Port to bind; 0 picks a free one (the ready line names it).")
+    ] = DEFAULT_PORT,
     upstream_map: Annotated[
         Path | None,
         typer.Option(help="YAML/JSON: {name: {model, api_base, api_key_env, timeout, num_retries}}."),
@@ -25,7 +29,7 @@ def serve_command(
         str | None,
         typer.Option(envvar="TAUPROXY_SERVE_TOKEN", help="Require 'Authorization: Bearer TOKEN' from clients."),
     ] = None,
-    max_body_bytes: Annotated[int, typer.Option(help="Larger request bodies get 413.")] = 8 * 1024 * 1024,
+    max_body_bytes: Annotated[int, typer.Option(help="Larger request bodies get 413.")] = DEFAULT_MAX_BODY_BYTES,
     run_log: Annotated[Path | None, typer.Option(help="Append one JSON line per call to this file.")] = None,
     prices: Annotated[Path | None, typer.Option(help="Prices file overriding litellm's price map.")] = None,
 ) -> None:

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import SimulationRun
+from tauproxy_cli.flag import flag
 from tauproxy_cli.output import out_console, print_json
 
 ROLE_STYLES = {"assistant": "cyan", "user": "green", "tool": "yellow", "system": "magenta"}
@@ -23,7 +24,7 @@ def view_command(
     run: Annotated[Path, typer.Argument(help="Run directory, results.json or τ²-bench simulations file.")],
     task: Annotated[str | None, typer.Option("--task", help="Task id (default: first failing one).")] = None,
     trial: Annotated[int | None, typer.Option("--trial", help="Trial number of --task.")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print the trajectory as JSON.")] = False,
+    json_output: Annotated[bool, flag("--json", help="Print the trajectory as JSON.")] = False,
 ) -> None:
     """Show one trajectory: messages, tool calls and results, reward checks, and every model call."""
     from tauproxy.reports.grid import call_source, trial_grid
@@ -45,7 +46,7 @@ def view_command(
         listing.add_column("task")
         listing.add_column("trials 0..n")
         for row in rows:
-            listing.add_row(row.task_id, Text(" ").join(grid_cell(c.model_dump()) for c in row.trials))
+            listing.add_row(row.task_id, Text(" ").join(grid_cell(c) for c in row.trials))
         console.print(listing)
         console.print(Text(GRID_LEGEND, style="dim"))
         console.print("showing the first failing trial (or the first); choose with --task ID --trial N")

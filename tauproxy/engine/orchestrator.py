@@ -14,20 +14,13 @@ from tauproxy.data_model.task import Task
 from tauproxy.data_model.tool import ToolSchema
 from tauproxy.engine.agent import Agent
 from tauproxy.engine.environment import Environment
+from tauproxy.engine.limits import Limits
 from tauproxy.engine.user import UserSimulator, is_stop
 from tauproxy.errors import ModelCallError, ReplayMissError, TauproxyError
 from tauproxy.redact import redact_text
 
 GREETING = "Hi! How can I help you today?"
 AGENT_STOP_TOKEN = "###STOP###"
-DEFAULT_MAX_STEPS = 200
-DEFAULT_MAX_ERRORS = 10
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_steps: int = DEFAULT_MAX_STEPS
-    max_errors: int = DEFAULT_MAX_ERRORS
 
 
 @dataclass

@@ -5,19 +5,24 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tauproxy.engine.agent import AgentPrompt, PromptMode
+from tauproxy.engine.limits import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tauproxy.engine.llm_config import LLMConfig
-from tauproxy.engine.orchestrator import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.modes import RecordMode
-
-DEFAULT_SEED = 300
-DEFAULT_JUDGE = "scripted/judge"
-
+from tauproxy.runner.defaults import (
+    DEFAULT_EXECUTOR,
+    DEFAULT_JUDGE_LLM,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_NUM_TRIALS,
+    DEFAULT_RECORD_MODE,
+    DEFAULT_SEED,
+    DEFAULT_USER_LLM,
+)
 
 # Where trials run: threads in this process, or Ray tasks (a local instance or a cluster).
 Executor = Literal["thread", "ray"]
@@ -27,7 +32,7 @@ def parse_executor(value: str) -> Executor:
     value = value.strip().lower()
     for name in get_args(Executor):
         if value == name:
-            return name
+            return cast(Executor, name)
     raise ConfigError(f"unknown executor {value!r} (choose from: {', '.join(get_args(Executor))})")
 
 
@@ -93,23 +98,23 @@ class RunConfig(BaseModel):
     agent_prompt: AgentPrompt = Field(default_factory=AgentPrompt)
     # "module:callable" taking an AgentSetup and returning an Agent; None: the built-in LLM agent.
     agent_impl: str | None = None
-    user: LLMConfig = Field(default_factory=lambda: LLMConfig(model="scripted/user"))
-    judge: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_JUDGE))
-    num_trials: int = Field(1, ge=1)
-    num_tasks: int | None = Field(None, ge=1)
+    user: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_USER_LLM))
+    judge: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_JUDGE_LLM))
+    num_trials: int = Field(default=DEFAULT_NUM_TRIALS, ge=1)
+    num_tasks: int | None = Field(default=None, ge=1)
     task_ids: list[str] | None = None
     tasks_file: Path | None = None
     seed: int = DEFAULT_SEED
-    max_concurrency: int = Field(1, ge=1)
-    max_steps: int = Field(DEFAULT_MAX_STEPS, ge=1)
-    max_errors: int = Field(DEFAULT_MAX_ERRORS, ge=1)
+    max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1)
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
+    max_errors: int = Field(default=DEFAULT_MAX_ERRORS, ge=1)
     save_to: Path | None = None
     cassette: Path | None = None
-    record_mode: RecordMode = RecordMode.AUTO
+    record_mode: RecordMode = RecordMode(DEFAULT_RECORD_MODE)
     prices: Path | None = None
-    max_cost: float | None = Field(None, ge=0)
+    max_cost: float | None = Field(default=None, ge=0)
     solo: bool = False
     # Under "thread", max_concurrency is the number of trials at once; under "ray" it caps live model
     # calls across the cluster, and the trials at once are the cluster's CPUs (see runner/ray_executor.py).
-    executor: Executor = "thread"
+    executor: Executor = DEFAULT_EXECUTOR
     ray_address: str | None = None  # None: start a local Ray instance for the run

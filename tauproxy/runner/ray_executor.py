@@ -23,11 +23,11 @@ What this path does not have: the thread path's guarantee that a call is on disk
 response is used. If the driver itself dies, the live calls of the trials running then are lost
 and go live again on resume.
 
-Budget and concurrency. The driver decides when to submit: at most one trial per cluster CPU is
-in flight, and `--max-cost` (BudgetGuard) is checked before each submission exactly as on the thread
-path, counting every submitted trial as running. Under a budget the first trial runs alone, so the
-guard has a cost to project from before the cluster fans out. `--max-concurrency` caps live calls
-across the cluster (runner/ray_slots.py); how many trials run at once is the cluster's CPU count.
+Budget and concurrency. The driver decides when to submit, in the loop every executor shares
+(runner/executor.py: `--max-cost` is checked before each submission exactly as on the thread path).
+This executor's window is one trial per cluster CPU, and under a budget the first trial runs alone,
+so the guard has a cost to project from before the cluster fans out. `--max-concurrency` caps live
+calls across the cluster (runner/ray_slots.py); how many trials run at once is the cluster's CPU count.
 
 Ray is imported only in this module's functions and the two beside it (ray_worker, ray_slots).
 """
@@ -39,22 +39,22 @@ import logging
 import os
 import re
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tauproxy import __version__
 from tauproxy.data_model.result import SimulationRun, TerminationReason
 from tauproxy.errors import ConfigError
-from tauproxy.proxy.recorder import CassetteMode, CassetteTransport
+from tauproxy.proxy.modes import RecordMode
+from tauproxy.proxy.recorder import CassetteTransport
 from tauproxy.proxy.transport import Transport
+from tauproxy.runner.prepared import PreparedRun
 from tauproxy.runner.ray_slots import start_live_slots
 from tauproxy.runner.ray_worker import TEST_KILL_ENV, TrialOutcome, WorkerSetup, kill_marker, run_trial_task
 from tauproxy.runner.trial import TrialSpec
 from tauproxy.store.cassette import Cassette
-
-if TYPE_CHECKING:
-    from tauproxy.runner.run import BudgetGuard, PreparedRun, ProgressCallback
 
 MAX_RETRIES = 2  # a trial whose worker died runs again, at most this many more times
 INSTALL_HINT = "pip install 'tauproxy[ray]'"
@@ -71,18 +71,65 @@ def import_ray() -> ModuleType:
     return ray
 
 
-def run_on_ray(
-    run: PreparedRun, transport: Transport, progress: ProgressCallback | None
-) -> tuple[list[SimulationRun], str | None]:
-    """`_run_pending` for Ray. `transport` is the driver's cassette layer: only its cassette (the one
-    writer's handle) and its resolved mode are used; the driver makes no model call itself."""
-    ray = import_ray()
-    owned = _connect(ray, run.config.ray_address)
-    try:
-        return _drive(ray, run, transport, progress)
-    finally:
-        if owned:
-            ray.shutdown()
+class RayExecutor:
+    """A `TrialExecutor` (runner/executor.py) whose handles are Ray ObjectRefs of `run_trial_task`.
+
+    `transport` is the driver's cassette layer: only its cassette (the one writer's handle) and its
+    resolved mode are used; the driver makes no model call itself."""
+
+    @classmethod
+    def start(cls, run: PreparedRun, transport: Transport) -> RayExecutor:
+        """Join or start Ray and set the run up on it; `close` undoes both."""
+        ray = import_ray()
+        owned = _connect(ray, run.config.ray_address)
+        try:
+            return cls(ray, run, transport, owned)
+        except BaseException:
+            if owned:
+                ray.shutdown()
+            raise
+
+    def __init__(self, ray: ModuleType, run: PreparedRun, transport: Transport, owned: bool) -> None:
+        self._ray = ray
+        self._owned = owned  # this run did `ray.init`, so it shuts Ray down
+        self._task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(run_trial_task)
+        # One trial in flight per CPU, no queue: a task blocked in ray.get (waiting for a live-call slot)
+        # lends its CPU to a queued task, on a new worker process, so a queue would run more trials than
+        # CPUs and start a worker (with its litellm import) per extra trial.
+        self._cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self._cassette, mode = _cassette_of(transport)
+        # Set up last: it starts the run's slots actor, which only `close` removes.
+        self._setup = _setup(ray, run, self._cassette, mode)
+        self._in_flight: dict[Any, TrialSpec] = {}
+
+    def window(self, budget_blind: bool) -> int:
+        # Under a budget the first trial runs alone: BudgetGuard projects from finished trials, and
+        # the cluster would otherwise start one trial per CPU with nothing to project from (the
+        # thread path is bounded by --max-concurrency; here the cluster sets the window).
+        return 1 if budget_blind else self._cpus
+
+    def submit(self, spec: TrialSpec) -> Any:
+        ref = self._task.remote(self._setup, spec)
+        self._in_flight[ref] = spec
+        return ref
+
+    def wait_any(self, handles: Sequence[Any]) -> list[Any]:
+        ready, _ = self._ray.wait(list(handles), num_returns=1)
+        return list(ready)
+
+    def result(self, handle: Any) -> SimulationRun:
+        spec = self._in_flight.pop(handle)
+        return _keep_calls(_outcome(self._ray, handle, spec), self._cassette)
+
+    def close(self) -> None:
+        try:
+            _salvage(self._ray, self._in_flight, self._cassette)
+        finally:
+            try:
+                _release(self._ray, self._setup)
+            finally:
+                if self._owned:
+                    self._ray.shutdown()
 
 
 def _connect(ray: ModuleType, address: str | None) -> bool:
@@ -118,68 +165,17 @@ def _root_cause(exc: BaseException) -> str:
 _ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception): ")
 
 
-def _drive(
-    ray: ModuleType, run: PreparedRun, transport: Transport, progress: ProgressCallback | None
-) -> tuple[list[SimulationRun], str | None]:
-    from tauproxy.runner.run import BudgetGuard
-
-    cassette, mode = _cassette_of(transport)
-    setup = _setup(ray, run, cassette, mode)
-    task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(run_trial_task)
-    # One trial in flight per CPU, no queue: a task blocked in ray.get (waiting for a live-call slot)
-    # lends its CPU to a queued task, on a new worker process, so a queue would run more trials than
-    # CPUs and start a worker (with its litellm import) per extra trial.
-    window = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    budget = BudgetGuard(run.config.max_cost)
-    queue = run.pending
-    already = len(run.specs) - len(queue)
-    running: dict[Any, TrialSpec] = {}
-    done: list[SimulationRun] = []
-    stopped: str | None = None
-    try:
-        while queue or running:
-            while queue and len(running) < _allowed(window, budget, done) and stopped is None:
-                stopped = budget.refusal(done, len(running))
-                if stopped is None:
-                    spec = queue.pop(0)
-                    running[task.remote(setup, spec)] = spec
-            if not running:
-                break
-            ready, _ = ray.wait(list(running), num_returns=1)
-            for ref in ready:
-                spec = running.pop(ref)
-                simulation = _keep_calls(_outcome(ray, ref, spec), cassette)
-                run.keep(done, simulation, already, progress)
-    except BaseException:
-        _salvage(ray, running, cassette)
-        raise
-    finally:
-        if setup.slots is not None:  # a caller's own Ray session outlives the run; its actor must not
-            with contextlib.suppress(Exception):
-                ray.kill(setup.slots)
-        if setup.kill_trial is not None:
-            kill_marker(setup.token).unlink(missing_ok=True)
-    return done, stopped
-
-
-def _allowed(window: int, budget: BudgetGuard, done: list[SimulationRun]) -> int:
-    """Trials allowed in flight. Under a budget the first trial runs alone: BudgetGuard projects from
-    finished trials, and a cluster would otherwise start one trial per CPU with nothing to project
-    from (the thread path is bounded by --max-concurrency; here the cluster sets the window)."""
-    return 1 if budget.max_cost is not None and not done else window
-
-
-def _cassette_of(transport: Transport) -> tuple[Cassette | None, CassetteMode | None]:
+def _cassette_of(transport: Transport) -> tuple[Cassette | None, RecordMode | None]:
     if isinstance(transport, CassetteTransport):
         return transport.cassette, transport.mode
     return None, None
 
 
-def _setup(ray: ModuleType, run: PreparedRun, cassette: Cassette | None, mode: CassetteMode | None) -> WorkerSetup:
+def _setup(ray: ModuleType, run: PreparedRun, cassette: Cassette | None, mode: RecordMode | None) -> WorkerSetup:
     token = uuid.uuid4().hex[:12]
     config = run.config
     # Record mode never looks anything up, so its workers need no copy of the cassette.
-    shipped = ray.put(cassette.read_bytes()) if cassette is not None and mode != CassetteMode.RECORD else None
+    shipped = ray.put(cassette.read_bytes()) if cassette is not None and mode != RecordMode.RECORD else None
     given = Path(config.domain)
     # A pack given by path travels as an absolute path; a name is looked up on each node's install.
     domain = str(run.pack.root) if given.is_dir() and (given / "tasks.json").exists() else config.domain
@@ -195,7 +191,7 @@ def _setup(ray: ModuleType, run: PreparedRun, cassette: Cassette | None, mode: C
         mode=mode,
         cassette_dir=cassette.directory if cassette is not None else None,
         cassette_bytes=shipped,
-        slots=start_live_slots(config.max_concurrency, token) if mode != CassetteMode.REPLAY else None,
+        slots=start_live_slots(config.max_concurrency, token) if mode != RecordMode.REPLAY else None,
         kill_trial=os.environ.get(TEST_KILL_ENV) or None,
     )
 
@@ -206,7 +202,8 @@ def _outcome(ray: ModuleType, ref: Any, spec: TrialSpec) -> TrialOutcome:
     its retries (workers or nodes died) becomes an infrastructure error, which reports exclude and a
     resumed run retries."""
     try:
-        return ray.get(ref)
+        outcome: TrialOutcome = ray.get(ref)
+        return outcome
     except ray.exceptions.RayTaskError as exc:
         cause = getattr(exc, "cause", None)
         if isinstance(cause, BaseException):
@@ -236,8 +233,17 @@ def _keep_calls(outcome: TrialOutcome, cassette: Cassette | None) -> SimulationR
     """Append the trial's live calls to the cassette (durably) before the trial itself is saved."""
     if cassette is not None:  # without one, workers have no recorder and return no calls
         for recording in outcome.recordings:
-            recording.write(cassette)
+            cassette.record(recording)
     return outcome.simulation
+
+
+def _release(ray: ModuleType, setup: WorkerSetup) -> None:
+    """Remove what the run left on the cluster and this machine."""
+    if setup.slots is not None:  # a caller's own Ray session outlives the run; its actor must not
+        with contextlib.suppress(Exception):
+            ray.kill(setup.slots)
+    if setup.kill_trial is not None:
+        kill_marker(setup.token).unlink(missing_ok=True)
 
 
 def _salvage(ray: ModuleType, running: dict[Any, TrialSpec], cassette: Cassette | None) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from tauproxy.data_model.call import CallRecord, TrialScope
+from tauproxy.data_model.call import CallRecord
+from tauproxy.data_model.key import TrialScope
 from tauproxy.data_model.result import SimulationRun, TerminationReason
 from tauproxy.data_model.task import Task
 from tauproxy.domain.pack import DomainPack
@@ -13,13 +14,14 @@ from tauproxy.engine.agent import AgentSetup, llm_agent, load_agent_factory
 from tauproxy.engine.environment import Environment
 from tauproxy.engine.evaluator import evaluate
 from tauproxy.engine.judge import Judge
-from tauproxy.engine.orchestrator import Limits, Orchestrator
+from tauproxy.engine.limits import Limits
+from tauproxy.engine.orchestrator import Orchestrator
 from tauproxy.engine.user import UserSimulator, user_system_prompt
 from tauproxy.errors import ModelCallError
 from tauproxy.proxy.client import ModelClient
 from tauproxy.proxy.pricing import Pricing
-from tauproxy.redact import redact_text
 from tauproxy.proxy.transport import Transport
+from tauproxy.redact import redact_text
 from tauproxy.runner.config import RunConfig
 
 

@@ -1,0 +1,40 @@
+"""`--max-cost`: when to stop starting trials, judged from the trials that finished."""
+
+from __future__ import annotations
+
+from tauproxy.data_model.result import SimulationRun
+
+
+class BudgetGuard:
+    """Stops starting trials when the projected live spend would pass `--max-cost`.
+
+    The projection is the live spend so far plus, for each trial already running and the next one,
+    the mean live cost of a finished trial. Unknown prices count as a stop: we cannot promise a bound.
+    """
+
+    def __init__(self, max_cost: float | None) -> None:
+        self.max_cost = max_cost
+
+    def blind(self, done: list[SimulationRun]) -> bool:
+        """A budget is set and no trial has finished: there is no cost to project from yet."""
+        return self.max_cost is not None and not done
+
+    def refusal(self, done: list[SimulationRun], running: int) -> str | None:
+        if self.max_cost is None:
+            return None
+        spent = 0.0
+        for run in done:
+            for call in run.calls:
+                if call.source != "live":
+                    continue
+                if call.cost_usd is None:
+                    return f"a live call had an unknown price; --max-cost {self.max_cost} cannot be kept"
+                spent += call.cost_usd
+        mean = spent / len(done) if done else 0.0
+        projected = spent + mean * (running + 1)
+        if projected > self.max_cost:
+            return (
+                f"stopped before the budget: ${spent:.4f} spent, next trial projected to reach "
+                f"${projected:.4f} > --max-cost ${self.max_cost:.4f}; rerun with the same --save-to to resume"
+            )
+        return None

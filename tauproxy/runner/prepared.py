@@ -1,0 +1,50 @@
+"""A run checked and loaded before its first model call, and how each finished trial is kept.
+
+Executors and the submit loop work on a `PreparedRun`; runner/run.py builds one (`prepare`) and
+executes it. Living here, below both, it lets them share it without importing each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tauproxy.data_model.result import RunInfo, SimulationRun
+from tauproxy.data_model.task import Task
+from tauproxy.domain.pack import DomainPack
+from tauproxy.proxy.pricing import Pricing
+from tauproxy.results.run_dir import ResultsDir
+from tauproxy.runner.config import RunConfig
+from tauproxy.runner.trial import TrialSpec
+
+# Called after each finished trial with it, the number of trials finished so far (resumed ones
+# included) and the number planned.
+ProgressCallback = Callable[[SimulationRun, int, int], None]
+
+
+@dataclass
+class PreparedRun:
+    """Everything checked and loaded before the first model call, so bad input fails fast."""
+
+    config: RunConfig
+    pack: DomainPack
+    tasks: list[Task]
+    specs: list[TrialSpec]
+    pricing: Pricing
+    info: RunInfo
+    results_dir: ResultsDir | None
+    finished: dict[str, SimulationRun]
+
+    @property
+    def pending(self) -> list[TrialSpec]:
+        return [spec for spec in self.specs if spec.run_id not in self.finished]
+
+    def keep(
+        self, done: list[SimulationRun], simulation: SimulationRun, already: int, progress: ProgressCallback | None
+    ) -> None:
+        """A trial finished: save it at once (a crash loses nothing finished) and report progress."""
+        done.append(simulation)
+        if self.results_dir:
+            self.results_dir.append(simulation)
+        if progress:
+            progress(simulation, already + len(done), len(self.specs))

@@ -1,0 +1,126 @@
+"""`--executor thread` in process on the mock domain with scripted models: the results a plain
+sequential loop over the trials gives, a pool bounded by --max-concurrency, and a close that waits."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import strip_volatile
+
+from tauproxy.data_model.result import Results, SimulationRun
+from tauproxy.engine.llm_config import LLMConfig
+from tauproxy.proxy.pricing import Pricing
+from tauproxy.runner import thread_executor
+from tauproxy.runner.config import RunConfig
+from tauproxy.runner.executor import run_pending
+from tauproxy.runner.run import execute, prepare
+from tauproxy.runner.stack import build_transport
+from tauproxy.runner.thread_executor import ThreadExecutor
+from tauproxy.runner.trial import TrialSpec, run_trial
+
+
+def slips(tmp_path: Path, **changes: Any) -> RunConfig:
+    """Seeded slips, so trials differ in reward and a mix-up between trials would show."""
+    config = RunConfig(
+        domain="mock",
+        agent=LLMConfig(model="scripted/oracle?error_rate=0.3"),
+        num_trials=3,
+        max_concurrency=4,
+        cassette=tmp_path / "cassette",
+    )
+    return config.model_copy(update=changes)
+
+
+def comparable(simulations: list[SimulationRun]) -> list[Any]:
+    return [strip_volatile(json.loads(sim.model_dump_json())) for sim in simulations]
+
+
+def sequential(config: RunConfig) -> list[SimulationRun]:
+    """The reference: every trial in spec order, one after another, on one transport."""
+    run = prepare(config)
+    transport = build_transport(config, run.pack, run.pricing)
+    try:
+        return [run_trial(spec, run.pack, config, transport, run.pricing) for spec in run.specs]
+    finally:
+        transport.close()
+
+
+def test_threads_give_what_a_sequential_loop_gives(tmp_path: Path) -> None:
+    outcome = execute(slips(tmp_path / "threads"))
+    expected = sequential(slips(tmp_path / "sequential"))
+    assert comparable(outcome.results.simulations) == comparable(expected)
+    rewards = {sim.reward_info.reward for sim in expected if sim.reward_info}
+    assert rewards == {0.0, 1.0}, "the comparison covers passing and failing trials"
+    assert sorted(sim.id for sim in outcome.new_runs) == sorted(sim.id for sim in expected)
+
+
+def test_a_resumed_run_gives_what_one_uninterrupted_run_gives(tmp_path: Path) -> None:
+    # No cassette: the resumed trials would replay what the first attempt recorded, and differ in
+    # each call's live/replay mark.
+    whole = execute(slips(tmp_path, cassette=None, save_to=tmp_path / "whole"))
+    config = slips(tmp_path, cassette=None, save_to=tmp_path / "cut")
+    execute(config)
+    saved = config.save_to / "simulations.jsonl"  # type: ignore[operator]
+    saved.write_text("".join(saved.read_text().splitlines(keepends=True)[:7]))
+    resumed = execute(config)
+    assert len(resumed.new_runs) == len(whole.results.simulations) - 7
+    written = Results.model_validate_json((config.save_to / "results.json").read_text())  # type: ignore[operator]
+    assert comparable(written.simulations) == comparable(whole.results.simulations)
+
+
+def test_the_pool_runs_at_most_max_concurrency_trials_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lock = threading.Lock()
+    now = peak = 0
+
+    def counted(spec: TrialSpec, *args: Any) -> SimulationRun:
+        nonlocal now, peak
+        with lock:
+            now += 1
+            peak = max(peak, now)
+        time.sleep(0.02)  # long enough for the pool to start everything it is allowed to
+        try:
+            return run_trial(spec, *args)
+        finally:
+            with lock:
+                now -= 1
+
+    monkeypatch.setattr(thread_executor, "run_trial", counted)
+    config = slips(tmp_path, max_concurrency=3, num_trials=2)
+    run = prepare(config)
+    transport = build_transport(config, run.pack, run.pricing)
+    executor = ThreadExecutor(run, transport)
+    assert executor.window(budget_blind=True) == executor.window(budget_blind=False) == 3
+    try:
+        done, stopped = run_pending(run, executor, None)
+    finally:
+        executor.close()
+        transport.close()
+    assert stopped is None and len(done) == 20
+    assert peak == 3
+
+
+def test_close_waits_for_the_trials_still_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After an error the pool is closed, not abandoned: trials in flight finish (and so record
+    their calls) before the error reaches the caller."""
+    release = threading.Event()
+    finished: list[str] = []
+
+    def slow(spec: TrialSpec, *args: Any) -> SimulationRun:
+        release.wait(5)
+        finished.append(spec.run_id)
+        return run_trial(spec, *args)
+
+    monkeypatch.setattr(thread_executor, "run_trial", slow)
+    config = slips(tmp_path, max_concurrency=2)
+    run = prepare(config)
+    executor = ThreadExecutor(run, build_transport(config, run.pack, Pricing.from_file(None)))
+    futures = [executor.submit(spec) for spec in run.specs[:2]]
+    threading.Timer(0.1, release.set).start()
+    executor.close()
+    assert all(future.done() for future in futures)
+    assert sorted(finished) == sorted(spec.run_id for spec in run.specs[:2])
