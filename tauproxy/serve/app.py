@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tauproxy.serve.body import parse_chat_request, read_capped, wants_usage_chunk
+from tauproxy.serve.body import check_content_type, parse_chat_request, read_capped, wants_usage_chunk
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.identity import ROLE_HEADER, SCOPE_HEADER, parse_role, parse_scope
@@ -56,7 +56,7 @@ class ServeApp:
         on_shutdown: Callable[[], None] | None = None,
     ) -> None:
         self.service = service
-        self._token = f"Bearer {auth_token}".encode() if auth_token else None
+        self._token = auth_token.encode() if auth_token else None
         self._max_body_bytes = max_body_bytes
         self._model_names = model_names
         self._describe = describe
@@ -85,12 +85,14 @@ class ServeApp:
     def _authorize(self, request: Request) -> None:
         if self._token is None:
             return
-        given = request.headers.get("authorization", "").encode()
-        if not hmac.compare_digest(given, self._token):
+        # RFC 9110: the auth scheme is case-insensitive ("bearer" and "Bearer" are the same).
+        scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self._token):
             raise HttpError(401, "missing or wrong bearer token", "authentication_error", "invalid_api_key")
 
     async def chat(self, request: Request) -> Response:
         self._authorize(request)
+        check_content_type(request.headers.get("content-type"))
         raw = await read_capped(request.headers.get("content-length"), request.stream(), self._max_body_bytes)
         body = parse_chat_request(raw)
         scope = parse_scope(request.headers.get(SCOPE_HEADER))

@@ -26,11 +26,53 @@ async def read_capped(declared_length: str | None, chunks: AsyncIterator[bytes],
     return bytes(data)
 
 
+# Deeper than any real chat request, and far below what json, pydantic and the key's recursive
+# canonical form can take: a deeper body is refused before anything recurses over it.
+MAX_JSON_DEPTH = 64
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def json_depth(raw: bytes) -> int:
+    """How deeply arrays and objects nest in a JSON text, counted without parsing (no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def check_content_type(value: str | None) -> None:
+    """A body sent as something other than JSON (text/plain, a form) is refused, not guessed at."""
+    if value is None:
+        return  # many clients send none; the body must still parse as JSON
+    media = value.split(";", 1)[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise HttpError(400, f"Content-Type must be application/json, got {media or 'nothing'!r}")
+
+
 def parse_chat_request(raw: bytes) -> dict[str, Any]:
     """A chat-completions request body, or HttpError 400 saying what is wrong with it."""
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise HttpError(400, f"request body nests deeper than {MAX_JSON_DEPTH} levels")
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        body = json.loads(raw, parse_constant=_refuse_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise HttpError(400, f"request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise HttpError(400, "request body must be a JSON object")
@@ -39,6 +81,9 @@ def parse_chat_request(raw: bytes) -> dict[str, Any]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         raise HttpError(400, "'messages' must be a non-empty array of message objects")
+    for index, message in enumerate(messages):
+        if not isinstance(message.get("role"), str) or not message["role"]:
+            raise HttpError(400, f"messages[{index}] has no 'role'")
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
         raise HttpError(400, "'tools' must be an array of tool objects")

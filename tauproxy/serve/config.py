@@ -30,6 +30,7 @@ from tauproxy.structured_file import read_mapping_file
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_UPSTREAM_TIMEOUT_S = 120.0
 WILDCARD = "*"
 MODEL_PLACEHOLDER = "{model}"
 
@@ -43,7 +44,8 @@ class UpstreamRoute(BaseModel):
     api_base: str | None = None
     api_key_env: str | None = None
     api_version: str | None = None
-    timeout: float | None = None
+    # A hung upstream must not hold a request (and a SIGTERM) for litellm's default of 600 s.
+    timeout: float = DEFAULT_UPSTREAM_TIMEOUT_S
     # The client owns the retry policy (it sees our status codes); retrying here too would multiply
     # its retries and hide rate limits from it.
     num_retries: int = 0

@@ -33,8 +33,10 @@ from tauproxy.serve.config import ServeConfig
 from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
 
-# How long shutdown waits for in-flight requests (a live call may be slow) before cancelling them.
-GRACEFUL_SHUTDOWN_S = 120
+# How long shutdown waits for in-flight requests before cancelling them. A live call still running
+# then was not recorded, so its client sees an error and a rerun sends it again; waiting longer would
+# let one hung upstream keep a SIGTERM'd server alive (live calls have their own timeout too).
+GRACEFUL_SHUTDOWN_S = 5
 
 
 @dataclass

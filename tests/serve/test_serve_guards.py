@@ -195,3 +195,48 @@ def test_replay_miss_is_404_with_the_reason_and_never_forwarded(tmp_path: Path) 
         assert "nearest recorded call" in error["message"]
         assert stub.request_count == recorded_upstream  # replay never goes out
         assert (stats["hits"], stats["misses"], stats["live"]) == (1, 1, 0)
+
+
+def test_hostile_bodies_get_json_400s_and_reach_nobody(guarded: Guarded) -> None:
+    before = guarded.stub.request_count
+    deep = b'{"model": "gpt-stub", "messages": [' + b"[" * 480 + b"]" * 480 + b"]}"
+    nan = b'{"model": "gpt-stub", "messages": [{"role": "user", "content": "x"}], "temperature": NaN}'
+    roleless = json.dumps({"model": "gpt-stub", "messages": [{"content": "x"}]}).encode()
+    for raw, media in ((deep, "application/json"), (nan, "application/json"), (roleless, "application/json"),
+                       (json.dumps(chat("plain")).encode(), "text/plain")):
+        response = guarded.http.post("/chat/completions", content=raw, headers={"Content-Type": media})
+        assert response.status_code == 400, (raw[:40], response.text)
+        assert error_of(response)["type"] == "invalid_request_error"
+    assert guarded.stub.request_count == before
+
+
+def test_the_bearer_scheme_is_case_insensitive(guarded: Guarded) -> None:
+    response = httpx.post(guarded.server.url + "/chat/completions", json=chat("any case"),
+                          headers={"Authorization": f"bearer {TOKEN}"})
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_retry_after_a_failure_is_the_same_sample(tmp_path: Path, status: int) -> None:
+    """A failed attempt gives its occurrence back: the retry is recorded as occurrence 0, so a fresh
+    server in replay mode answers it (it missed before: the retry was filed as occurrence 1)."""
+    from stub_upstream import StubUpstream
+
+    with StubUpstream() as stub:
+        routes = write_upstream_map(tmp_path / "u.json", {"gpt-stub": {"model": "openai/stub", "api_base": stub.url}})
+        cassette = tmp_path / "cassette"
+        recorder = start_serve("--cassette", str(cassette), "--record-mode", "auto", "--upstream-map", str(routes))
+        try:
+            stub.configure(fail_status=status, fail_count=1)
+            failed = httpx.post(recorder.url + "/chat/completions", json=chat("retry me"))
+            retried = httpx.post(recorder.url + "/chat/completions", json=chat("retry me"))
+        finally:
+            recorder.stop()
+        assert (failed.status_code, retried.status_code) == (status, 200)
+        replayer = start_serve("--cassette", str(cassette), "--record-mode", "replay", "--upstream-map", str(routes))
+        try:
+            replayed = httpx.post(replayer.url + "/chat/completions", json=chat("retry me"))
+        finally:
+            replayer.stop()
+        assert replayed.status_code == 200, replayed.text
+        assert replayed.json()["choices"] == retried.json()["choices"]

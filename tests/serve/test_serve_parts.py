@@ -131,3 +131,28 @@ def test_normalised_answers_keep_only_what_is_replayed() -> None:
     assert body["choices"][0]["message"]["tool_calls"][0] == COMPLETION["choices"][0]["message"]["tool_calls"][0]
     with pytest.raises(ValueError, match="no choices"):
         normalise_response({"choices": []})
+
+
+def test_bodies_that_cannot_be_keyed_are_refused_before_parsing() -> None:
+    from tauproxy.serve.body import MAX_JSON_DEPTH, check_content_type, json_depth, parse_chat_request
+
+    assert json_depth(b'{"a": "[[[[", "b": [1, {"c": []}]}') == 4  # brackets inside strings do not count
+    nested_messages = b'{"model": "m", "messages": [' + b"[" * 480 + b"]" * 480 + b"]}"
+    nested_body = b"[" * 100_000 + b"]" * 100_000
+    refusals = {
+        nested_messages: "nests deeper",
+        nested_body: "nests deeper",
+        b'{"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": NaN}': "NaN",
+        b'{"model": "m", "messages": [{"content": "no role"}]}': "no 'role'",
+    }
+    for raw, reason in refusals.items():
+        with pytest.raises(HttpError, match=reason) as caught:
+            parse_chat_request(raw)
+        assert caught.value.status == 400
+    assert json_depth(nested_messages) > MAX_JSON_DEPTH
+    for media in ("text/plain", "application/x-www-form-urlencoded"):
+        with pytest.raises(HttpError) as refused:
+            check_content_type(media)
+        assert refused.value.status == 400
+    for media in (None, "application/json", "application/json; charset=utf-8", "application/vnd.api+json"):
+        check_content_type(media)
