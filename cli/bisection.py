@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tauproxy_cli.flag import flag
 from tauproxy_cli.run_flags import RunFlags
 from tauproxy_cli.run_options import with_run_options
 
@@ -44,14 +45,14 @@ def bisect_command(
     metric: Annotated[str, typer.Option("--metric", help="pass^1 | pass^k | avg_reward.")] = "pass^1",
     runs_dir: Annotated[Path | None, typer.Option(
         "--runs-dir", help="Save each step's run here, named after its config file's stem.")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print the search as JSON.")] = False,
+    json_output: Annotated[bool, flag("--json", help="Print the search as JSON.")] = False,
 ) -> None:
     """Binary-search agent configs for the first that scores more than --max-drop below the first."""
     from dataclasses import replace
 
     from tauproxy.errors import ConfigError
-    from tauproxy.workflows.bisect import bisect_configs
     from tauproxy.runner.config import RunConfig, load_agent_config
+    from tauproxy.workflows.bisect import bisect_configs
     from tauproxy_cli.output import err_console, out_console, print_json, warn
     from tauproxy_cli.run_setup import build_run_config
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 import shlex
 import shutil
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from tauproxy.data_model.result import Results
+    from tauproxy.reports.summary import ReportSummary
 
 BASELINE_FLAGS: dict[str, Any] = {
     "domain": "airline",
@@ -48,10 +52,11 @@ def command_line(flags: dict[str, Any]) -> str:
     return shlex.join(parts)
 
 
-def _run(flags: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+def _run(flags: dict[str, Any]) -> tuple[ReportSummary, Results]:
     from tauproxy.reports.summary import summarize
     from tauproxy.runner.run import execute
-    from tauproxy_cli.run_setup import RunFlags, build_run_config
+    from tauproxy_cli.run_flags import RunFlags
+    from tauproxy_cli.run_setup import build_run_config
 
     results = execute(build_run_config(RunFlags(**flags))).results
     return summarize(results), results
@@ -73,11 +78,11 @@ def demo_command(
     console.rule("[bold]1/3  Replay the recorded baseline: strict, offline, free")
     console.print(f"$ {command_line(baseline)}", style="dim", soft_wrap=True)
     summary, _ = _run(baseline)
-    passes = "  ".join(f"pass^{k} {v:.3f}" for k, v in summary["pass_hat_k"].items())
-    cost = summary["cost"]
-    console.print(f"{passes}   ({summary['num_tasks']} tasks x {summary['num_trials']} trials)")
-    console.print(f"calls: {summary['calls']['live']} live, {summary['calls']['replayed']} replayed;  "
-                  f"live spend [bold]{money(cost['live_usd'])}[/], saved {money(cost['replayed_usd'])} "
+    passes = "  ".join(f"pass^{k} {v:.3f}" for k, v in summary.pass_hat_k.items())
+    cost = summary.cost
+    console.print(f"{passes}   ({summary.num_tasks} tasks x {summary.num_trials} trials)")
+    console.print(f"calls: {summary.calls.live} live, {summary.calls.replayed} replayed;  "
+                  f"live spend [bold]{money(cost.live_usd)}[/], saved {money(cost.replayed_usd)} "
                   f"(scripted calls priced as gpt-4.1 by {prices.name})")
 
     console.rule("[bold]2/3  Change the agent's prompt: only the changed calls go live")
@@ -89,9 +94,9 @@ def demo_command(
                "record_mode": "auto", "prices": prices, "save_to": out / "changed"}
     console.print(f"$ {command_line(changed)}", style="dim", soft_wrap=True)
     summary, results = _run(changed)
-    for role, row in summary["cost"]["by_role"].items():
-        console.print(f"  {role:<6} {row['live']['calls']:>4} live  {row['replayed']['calls']:>4} replayed   "
-                      f"spent {money(row['live_usd'])}  saved {money(row['replayed_usd'])}")
+    for role, row in summary.cost.by_role.items():
+        console.print(f"  {role:<6} {row.live.calls:>4} live  {row.replayed.calls:>4} replayed   "
+                      f"spent {money(row.live_usd)}  saved {money(row.replayed_usd)}")
     console.print("The agent's system prompt is in every agent request, so every agent call is new; the user "
                   "simulator saw the same words, so its calls replayed.")
 
@@ -102,7 +107,7 @@ def demo_command(
     console.print(f"wrote [bold]{html.resolve()}[/]")
 
 
-def _write_html(results: Any, path: Path) -> None:
+def _write_html(results: Results, path: Path) -> None:
     from tauproxy.reports.html import render_html
     from tauproxy.reports.summary import summarize
 

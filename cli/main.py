@@ -46,7 +46,8 @@ app.add_typer(tasks.app, name="tasks")
 
 
 def main() -> None:
-    from tauproxy.errors import TauproxyError
+    from tauproxy.errors import CassetteWriteError, ResultsWriteError, TauproxyError
+    from tauproxy_cli import exit_codes
 
     try:
         app()
@@ -54,4 +55,5 @@ def main() -> None:
         from tauproxy_cli.output import error
 
         error(str(exc))
-        sys.exit(2)
+        stopped = isinstance(exc, CassetteWriteError | ResultsWriteError)
+        sys.exit(exit_codes.INFRASTRUCTURE_STOP if stopped else exit_codes.MISCONFIGURED)

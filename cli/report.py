@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tauproxy_cli.flag import flag
+
 if TYPE_CHECKING:
     from tauproxy.data_model.result import Results
 
@@ -25,7 +27,7 @@ def report_command(
     runs: Annotated[list[Path], typer.Argument(
         help="Run directory, results.json or τ²-bench simulations file (several are merged)."
     )],
-    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    json_output: Annotated[bool, flag("--json", help="Print the report as JSON.")] = False,
     output_format: Annotated[ReportFormat, typer.Option(
         "--format", help="table: the report; tau2: the results in τ²-bench's simulations-file shape."
     )] = ReportFormat.TABLE,
@@ -65,7 +67,7 @@ def report_command(
     elif json_output:
         print_json(summary)
     else:
-        for note in summary["notes"]:
+        for note in summary.notes:
             warn(note)
         print_summary(summary, saved_to=None)
 
@@ -79,7 +81,8 @@ def _print_coordination(dual: Results, solo: Results, json_output: bool) -> None
 
     report = coordination_report(dual, solo)
     if json_output:
-        print_json({"dual": summarize(dual), "solo": summarize(solo), "coordination": report})
+        print_json({"dual": summarize(dual).model_dump(mode="json"), "solo": summarize(solo).model_dump(mode="json"),
+                    "coordination": report})
         return
     out_console.rule("[bold]dual control")
     print_summary(summarize(dual), saved_to=None)

@@ -1,14 +1,17 @@
-"""Renders a report summary (the dict of tauproxy.reports.summary) as rich tables."""
+"""Renders a report summary (tauproxy.reports.summary.ReportSummary) as rich tables."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tauproxy.data_model.result import ModelInfo
+from tauproxy.reports.costs import CostSplit, Tally
+from tauproxy.reports.grid import GridCell
+from tauproxy.reports.summary import ReportSummary
 from tauproxy_cli.output import out_console
 
 # Grid cell marks: the outcome, then where the trial's model calls came from.
@@ -25,7 +28,7 @@ def money(value: float | None, unknown_calls: int = 0) -> str:
     return f"{text} + {unknown_calls} unknown" if unknown_calls else text
 
 
-def print_summary(summary: dict[str, Any], saved_to: str | None) -> None:
+def print_summary(summary: ReportSummary, saved_to: str | None) -> None:
     console = out_console
     _print_header(console, summary)
     _print_scores(console, summary)
@@ -37,58 +40,56 @@ def print_summary(summary: dict[str, Any], saved_to: str | None) -> None:
         console.print(f"results: {saved_to}/results.json")
 
 
-def model_line(model: dict[str, Any]) -> str:
-    args = model.get("llm_args") or {}
-    return f"{model['llm']} {json.dumps(args, sort_keys=True)}" if args else str(model["llm"])
+def model_line(model: ModelInfo) -> str:
+    args = model.llm_args
+    return f"{model.llm} {json.dumps(args, sort_keys=True)}" if args else model.llm
 
 
-def _print_header(console: Console, summary: dict[str, Any]) -> None:
-    models = summary["models"]
-    seeds = ", ".join(str(s) for s in summary.get("trial_seeds", []))
-    domain_hash = str(summary.get("domain_sha256", ""))[:12]
+def _print_header(console: Console, summary: ReportSummary) -> None:
+    seeds = ", ".join(str(s) for s in summary.trial_seeds)
     console.print(
-        f"[bold]{summary['domain']}[/]  tauproxy {summary['tauproxy_version']}  "
-        f"domain sha256 {domain_hash}  seed {summary.get('seed')} (trials: {seeds})",
+        f"[bold]{summary.domain}[/]  tauproxy {summary.tauproxy_version}  "
+        f"domain sha256 {summary.domain_sha256[:12]}  seed {summary.seed} (trials: {seeds})",
         soft_wrap=True,
     )
     header = Table.grid(padding=(0, 2))
-    for role in ("agent", "user", "judge"):
-        header.add_row(role, Text(model_line(models[role]), style="cyan"))
-    header.add_row("prices", str(summary["price_source"] or "unknown"))
-    if len(summary.get("sources", [])) > 1:
-        header.add_row("merged", ", ".join(summary["sources"]))
+    for role, model in summary.models.by_role():
+        header.add_row(role, Text(model_line(model), style="cyan"))
+    header.add_row("prices", summary.price_source or "unknown")
+    if len(summary.sources) > 1:
+        header.add_row("merged", ", ".join(summary.sources))
     console.print(header)
 
 
-def _print_scores(console: Console, summary: dict[str, Any]) -> None:
+def _print_scores(console: Console, summary: ReportSummary) -> None:
     # The interval row: percentile bootstrap over tasks (tauproxy.reports.metrics). Short title, since
     # a rich title wider than its table wraps.
     scores = Table(title="pass^k", show_edge=False)
     scores.add_column("")
-    for k in summary["pass_hat_k"]:
+    for k in summary.pass_hat_k:
         scores.add_column(f"pass^{k}", justify="right")
     scores.add_column("avg reward", justify="right")
-    intervals = summary.get("pass_hat_k_ci", {})
-    estimates = [f"{v:.3f}" for v in summary["pass_hat_k"].values()]
-    scores.add_row("estimate", *estimates, f"{summary['avg_reward']:.3f}")
+    intervals = summary.pass_hat_k_ci
+    estimates = [f"{v:.3f}" for v in summary.pass_hat_k.values()]
+    scores.add_row("estimate", *estimates, f"{summary.avg_reward:.3f}")
     scores.add_row("95% CI", *[f"{intervals[k][0]:.3f}–{intervals[k][1]:.3f}" if k in intervals else "-"
-                               for k in summary["pass_hat_k"]], "")
+                               for k in summary.pass_hat_k], "")
     console.print(scores)
-    console.print(f"{summary['num_tasks']} tasks x {summary['num_trials']} trials; "
+    console.print(f"{summary.num_tasks} tasks x {summary.num_trials} trials; "
                   "95% CI: percentile bootstrap over tasks")
 
 
-def _print_terminations(console: Console, summary: dict[str, Any]) -> None:
-    excluded = summary.get("excluded_reasons", {})
-    counted = {k: v for k, v in summary["termination_reasons"].items() if k not in excluded}
+def _print_terminations(console: Console, summary: ReportSummary) -> None:
+    excluded = summary.excluded_reasons
+    counted = {k: v for k, v in summary.termination_reasons.items() if k not in excluded}
     line = "terminations: " + (", ".join(f"{k} {v}" for k, v in counted.items()) or "none")
     if excluded:
         line += "; excluded from pass^k: " + ", ".join(f"{k} {v}" for k, v in excluded.items())
     console.print(line)
 
 
-def _print_breakdown(console: Console, summary: dict[str, Any]) -> None:
-    breakdown = summary.get("reward_breakdown") or {}
+def _print_breakdown(console: Console, summary: ReportSummary) -> None:
+    breakdown = summary.reward_breakdown
     if not breakdown:
         return
     table = Table(title="reward by basis", show_edge=False)
@@ -96,72 +97,72 @@ def _print_breakdown(console: Console, summary: dict[str, Any]) -> None:
     table.add_column("mean", justify="right")
     table.add_column("runs", justify="right")
     for basis, row in breakdown.items():
-        table.add_row(basis, f"{row['mean']:.3f}", str(row["runs"]))
+        table.add_row(basis.value, f"{row.mean:.3f}", str(row.runs))
     console.print(table)
 
 
-def tally_money(tally: dict[str, Any]) -> str:
+def tally_money(tally: Tally) -> str:
     """A live or replayed tally: unknown as soon as one call has no price, with the priced part shown."""
-    unknown = tally.get("unknown_price_calls", 0)
+    unknown = tally.unknown_price_calls
     if unknown:
-        known = tally.get("known_usd") or 0.0
+        known = tally.known_usd
         return f"unknown (${known:.4f} + {unknown} unpriced)" if known else "unknown"
-    return money(tally.get("usd"))
+    return money(tally.usd)
 
 
 MAX_TASK_ROWS = 10
 
 
 def _split_table(
-    title: str, split: dict[str, Any], first: str, limit: int | None = None, total: dict[str, Any] | None = None
+    title: str, split: dict[str, CostSplit], first: str, limit: int | None = None, total: CostSplit | None = None
 ) -> Table:
     table = Table(title=title, show_edge=False)
     table.add_column(first)
     for name in ("live (spent)", "replayed (saved)", "calls live/replayed", "tokens in/out live", "tokens replayed"):
         table.add_column(name, justify="right")
-    rows = sorted(split.items(), key=lambda item: -(item[1]["live"]["known_usd"] + item[1]["replayed"]["known_usd"]))
+    rows = sorted(split.items(), key=lambda item: -(item[1].live.known_usd + item[1].replayed.known_usd))
     if total is not None:
         rows.append(("total", total))
     for name, row in rows[:limit] if limit else rows:
-        live, replayed = row["live"], row["replayed"]
-        table.add_row(name, tally_money(live), tally_money(replayed), f"{live['calls']}/{replayed['calls']}",
-                      f"{live['prompt_tokens']:,}/{live['completion_tokens']:,}",
-                      f"{replayed['prompt_tokens']:,}/{replayed['completion_tokens']:,}")
+        live, replayed = row.live, row.replayed
+        table.add_row(name, tally_money(live), tally_money(replayed), f"{live.calls}/{replayed.calls}",
+                      f"{live.prompt_tokens:,}/{live.completion_tokens:,}",
+                      f"{replayed.prompt_tokens:,}/{replayed.completion_tokens:,}")
     return table
 
 
-def _print_costs(console: Console, summary: dict[str, Any]) -> None:
-    cost, calls = summary["cost"], summary["calls"]
-    totals = {"live": cost["live"], "replayed": cost["replayed"]}
-    console.print(_split_table("cost by role: live (spent) vs replayed (saved)", cost["by_role"], "role",
+def _print_costs(console: Console, summary: ReportSummary) -> None:
+    cost, calls = summary.cost, summary.calls
+    totals = CostSplit(live_usd=cost.live_usd, replayed_usd=cost.replayed_usd, live=cost.live, replayed=cost.replayed)
+    console.print(_split_table("cost by role: live (spent) vs replayed (saved)", cost.by_role, "role",
                                total=totals))
     console.print(
-        f"calls {calls['live']} live / {calls['replayed']} replayed; latency "
-        f"{cost['latency_s']['live']:.2f} s live / {cost['latency_s']['replayed']:.2f} s replayed (as recorded)"
+        f"calls {calls.live} live / {calls.replayed} replayed; latency "
+        f"{cost.latency_s.live:.2f} s live / {cost.latency_s.replayed:.2f} s replayed (as recorded)"
     )
-    if len(cost["by_model"]) > 1:
-        console.print(_split_table("by model", cost["by_model"], "model"))
-    by_task = cost.get("by_task") or {}
+    if len(cost.by_model) > 1:
+        console.print(_split_table("by model", cost.by_model, "model"))
+    by_task = cost.by_task
     if by_task:
         more = f" (top {MAX_TASK_ROWS} of {len(by_task)}; all in --json)" if len(by_task) > MAX_TASK_ROWS else ""
         console.print(_split_table(f"by task{more}", by_task, "task", MAX_TASK_ROWS))
-    unattributed = cost.get("unattributed") or {}
-    if unattributed.get("simulations"):
-        roles = ", ".join(f"{role} {money(usd)}" for role, usd in unattributed["by_role"].items())
+    unattributed = cost.unattributed
+    if unattributed.simulations:
+        roles = ", ".join(f"{role} {money(usd)}" for role, usd in unattributed.by_role.items())
         console.print(
-            f"{unattributed['simulations']} trials without call records (live or replayed unknown): {roles}"
+            f"{unattributed.simulations} trials without call records (live or replayed unknown): {roles}"
         )
-    console.print(f"prices: {summary['price_source'] or 'unknown'}")
+    console.print(f"prices: {summary.price_source or 'unknown'}")
 
 
-def grid_cell(cell: dict[str, Any]) -> Text:
-    mark = "!" if cell["excluded"] else ("✓" if cell["success"] else "✗")
-    style = "yellow" if cell["excluded"] else ("green" if cell["success"] else "red")
-    return Text.assemble((mark, style), (SOURCE_MARKS.get(cell["source"], "?"), "dim"))
+def grid_cell(cell: GridCell) -> Text:
+    mark = "!" if cell.excluded else ("✓" if cell.success else "✗")
+    style = "yellow" if cell.excluded else ("green" if cell.success else "red")
+    return Text.assemble((mark, style), (SOURCE_MARKS.get(cell.source, "?"), "dim"))
 
 
-def _print_grid(console: Console, summary: dict[str, Any]) -> None:
-    rows = summary.get("grid") or []
+def _print_grid(console: Console, summary: ReportSummary) -> None:
+    rows = summary.grid
     if not rows:
         return
     table = Table(title="trials per task", show_edge=False)
@@ -169,8 +170,8 @@ def _print_grid(console: Console, summary: dict[str, Any]) -> None:
     table.add_column("pass", justify="right")
     table.add_column("trials")
     for row in rows:
-        cells = Text(" ").join(grid_cell(cell) for cell in row["trials"])
-        passed = sum(1 for cell in row["trials"] if cell["success"])
-        table.add_row(row["task_id"], f"{passed}/{len(row['trials'])}", cells)
+        cells = Text(" ").join(grid_cell(cell) for cell in row.trials)
+        passed = sum(1 for cell in row.trials if cell.success)
+        table.add_row(row.task_id, f"{passed}/{len(row.trials)}", cells)
     console.print(table)
     console.print(Text(GRID_LEGEND, style="dim"))

@@ -13,9 +13,18 @@ from tauproxy_cli.run_options import with_run_options
 def run_command(
     flags: RunFlags,
     json_output: Annotated[bool, flag("--json", help="Print the report as JSON.")] = False,
+    fail_on_budget: Annotated[
+        bool, flag("--fail-on-budget", help="Exit 5 (not 0) when --max-cost stopped the run.")
+    ] = False,
 ) -> None:
-    """Run every selected task num-trials times and report pass^k."""
+    """Run every selected task num-trials times and report pass^k. Exit codes: see `tauproxy run --help`
+    epilog or the README (0 ok, 2 misconfigured, 3 nothing scored, 4 infrastructure stop, 5 budget
+    stop with --fail-on-budget, 130 interrupted)."""
+    import typer
+
     from tauproxy_cli.run_setup import build_run_config
     from tauproxy_cli.run_view import run_with_progress
 
-    run_with_progress(build_run_config(flags), json_output=json_output)
+    code = run_with_progress(build_run_config(flags), json_output=json_output, fail_on_budget=fail_on_budget)
+    if code:
+        raise typer.Exit(code)

@@ -14,6 +14,7 @@ import typer
 from tauproxy_cli.run_flags import RunFlags
 
 if TYPE_CHECKING:
+    from tauproxy.reports.summary import ReportSummary
     from tauproxy.runner.manifest import ManifestRun
 
 REPLAY_FLAGS = {"cassette", "record_mode", "save_to"}
@@ -29,7 +30,7 @@ def manifest_flags(run: ManifestRun, cassette: Path, mode: str, save_to: Path) -
     return RunFlags(**run.flags, cassette=cassette, record_mode=mode, save_to=save_to)
 
 
-def _execute(flags: RunFlags) -> dict:
+def _execute(flags: RunFlags) -> ReportSummary:
     from tauproxy.reports.summary import summarize
     from tauproxy.runner.run import execute
     from tauproxy_cli.run_setup import build_run_config
@@ -50,12 +51,12 @@ def replay_check_command(
             manifest = load_manifest(cassette)
             for run in manifest.runs:
                 summary = _execute(manifest_flags(run, cassette, "replay", Path(tmp) / f"{cassette.name}-{run.name}"))
-                same = summary["pass_hat_k"] == run.expected_pass_hat_k and summary["calls"]["replayed"] == run.calls
-                live = summary["calls"]["live"]
+                same = summary.pass_hat_k == run.expected_pass_hat_k and summary.calls.replayed == run.calls
+                live = summary.calls.live
                 if not same or live:
                     failures += 1
-                    error(f"{cassette.name}/{run.name}: pass^k {summary['pass_hat_k']} (expected "
-                          f"{run.expected_pass_hat_k}), {summary['calls']['replayed']} replayed "
+                    error(f"{cassette.name}/{run.name}: pass^k {summary.pass_hat_k} (expected "
+                          f"{run.expected_pass_hat_k}), {summary.calls.replayed} replayed "
                           f"(expected {run.calls}), {live} live")
                 else:
                     out_console.print(f"{cassette.name}/{run.name}: {run.calls} calls replayed, pass^k matches")
@@ -82,9 +83,9 @@ def rerecord_command(
     with tempfile.TemporaryDirectory() as tmp:
         for run in manifest.runs:
             summary = _execute(manifest_flags(run, staging, "record", Path(tmp) / run.name))
-            runs.append(run.model_copy(update={"expected_pass_hat_k": summary["pass_hat_k"],
-                                               "calls": summary["calls"]["live"] + summary["calls"]["replayed"]}))
-            out_console.print(f"{run.name}: recorded, pass^k {summary['pass_hat_k']}")
+            runs.append(run.model_copy(update={"expected_pass_hat_k": summary.pass_hat_k,
+                                               "calls": summary.calls.live + summary.calls.replayed}))
+            out_console.print(f"{run.name}: recorded, pass^k {summary.pass_hat_k}")
     updated = CassetteManifest.model_validate({
         **manifest.model_dump(), "runs": [r.model_dump() for r in runs],
         "recorded_on": datetime.now(UTC).date().isoformat(), "tauproxy_version": __version__,

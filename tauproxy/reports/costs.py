@@ -3,13 +3,66 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+
+from pydantic import BaseModel
 
 from tauproxy.data_model.call import CallRecord
 from tauproxy.data_model.result import SimulationRun
 
 
-class _Tally:
+class Tally(BaseModel):
+    """The calls on one side, live or replayed, of one group (or of all calls)."""
+
+    # None as soon as one call has no price; the priced part stays visible in known_usd.
+    usd: float | None
+    known_usd: float
+    unknown_price_calls: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class CostSplit(BaseModel):
+    """One role, model or task: what its live calls spent and its replayed calls saved."""
+
+    live_usd: float | None
+    replayed_usd: float | None
+    live: Tally
+    replayed: Tally
+
+
+class Latency(BaseModel):
+    """Seconds of model latency, as recorded."""
+
+    live: float
+    replayed: float
+
+
+class UnattributedCost(BaseModel):
+    """Cost that runs without call records report themselves (τ²'s agent_cost/user_cost), per role."""
+
+    simulations: int
+    by_role: dict[str, float | None]
+
+
+class CostSummary(BaseModel):
+    """All calls' money, in total and by role, model and task, plus what call-less runs report."""
+
+    live_usd: float | None
+    replayed_usd: float | None
+    unknown_price_calls: int
+    live: Tally
+    replayed: Tally
+    by_role: dict[str, CostSplit]
+    by_model: dict[str, CostSplit]
+    by_task: dict[str, CostSplit]
+    latency_s: Latency
+    unattributed: UnattributedCost
+
+
+class _Adder:
+    """Adds calls up into a Tally."""
+
     def __init__(self) -> None:
         self.usd = 0.0
         self.unknown = 0
@@ -28,46 +81,72 @@ class _Tally:
         else:
             self.usd += call.cost_usd
 
-    def dump(self) -> dict[str, Any]:
-        return {
-            # A total with any unpriced call in it is unknown; the priced part stays visible apart.
-            "usd": None if self.unknown else round(self.usd, 10),
-            "known_usd": round(self.usd, 10),
-            "unknown_price_calls": self.unknown,
-            "calls": self.calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-        }
+    def tally(self) -> Tally:
+        return Tally(
+            usd=None if self.unknown else round(self.usd, 10),
+            known_usd=round(self.usd, 10),
+            unknown_price_calls=self.unknown,
+            calls=self.calls,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+        )
 
 
-def cost_summary(runs: list[SimulationRun]) -> dict[str, Any]:
-    live, replayed = _Tally(), _Tally()
-    by_role: dict[str, dict[str, _Tally]] = defaultdict(lambda: {"live": _Tally(), "replayed": _Tally()})
-    by_model: dict[str, dict[str, _Tally]] = defaultdict(lambda: {"live": _Tally(), "replayed": _Tally()})
-    by_task: dict[str, dict[str, _Tally]] = defaultdict(lambda: {"live": _Tally(), "replayed": _Tally()})
+class _Sides:
+    """Adds a group's calls up, live and replayed apart."""
+
+    def __init__(self) -> None:
+        self.live = _Adder()
+        self.replayed = _Adder()
+
+    def add(self, call: CallRecord) -> None:
+        (self.live if call.source == "live" else self.replayed).add(call)
+
+    def split(self) -> CostSplit:
+        live, replayed = self.live.tally(), self.replayed.tally()
+        return CostSplit(live_usd=live.usd, replayed_usd=replayed.usd, live=live, replayed=replayed)
+
+
+def cost_summary(runs: list[SimulationRun]) -> CostSummary:
+    total = _Sides()
+    by_role: dict[str, _Sides] = defaultdict(_Sides)
+    by_model: dict[str, _Sides] = defaultdict(_Sides)
+    by_task: dict[str, _Sides] = defaultdict(_Sides)
     for run in runs:
         for call in run.calls:
-            side = "live" if call.source == "live" else "replayed"
-            (live if side == "live" else replayed).add(call)
-            by_role[call.role][side].add(call)
-            by_model[call.model][side].add(call)
-            by_task[run.task_id][side].add(call)
+            for sides in (total, by_role[call.role], by_model[call.model], by_task[run.task_id]):
+                sides.add(call)
+    live, replayed = total.live.tally(), total.replayed.tally()
+    return CostSummary(
+        live_usd=live.usd,
+        replayed_usd=replayed.usd,
+        unknown_price_calls=live.unknown_price_calls + replayed.unknown_price_calls,
+        live=live,
+        replayed=replayed,
+        by_role=_splits(by_role),
+        by_model=_splits(by_model),
+        by_task=_splits(by_task),
+        latency_s=Latency(live=round(total.live.latency_s, 6), replayed=round(total.replayed.latency_s, 6)),
+        unattributed=_unattributed([run for run in runs if not run.calls]),
+    )
 
-    def split(table: dict[str, dict[str, _Tally]]) -> dict[str, Any]:
-        return {
-            name: {"live_usd": t["live"].dump()["usd"], "replayed_usd": t["replayed"].dump()["usd"],
-                   "live": t["live"].dump(), "replayed": t["replayed"].dump()}
-            for name, t in sorted(table.items())
-        }
 
-    return {
-        "live_usd": live.dump()["usd"],
-        "replayed_usd": replayed.dump()["usd"],
-        "unknown_price_calls": live.unknown + replayed.unknown,
-        "live": live.dump(),
-        "replayed": replayed.dump(),
-        "by_role": split(by_role),
-        "by_model": split(by_model),
-        "by_task": split(by_task),
-        "latency_s": {"live": round(live.latency_s, 6), "replayed": round(replayed.latency_s, 6)},
-    }
+def _splits(table: dict[str, _Sides]) -> dict[str, CostSplit]:
+    return {name: sides.split() for name, sides in sorted(table.items())}
+
+
+def _unattributed(runs: list[SimulationRun]) -> UnattributedCost:
+    def total(values: list[float | None]) -> float | None:
+        # One missing value makes the total unknown: a partial sum would read as the whole bill.
+        if not values or any(v is None for v in values):
+            return None
+        return round(sum(v for v in values if v is not None), 10)
+
+    return UnattributedCost(
+        simulations=len(runs),
+        by_role={
+            "agent": total([r.agent_cost for r in runs]),
+            "user": total([r.user_cost for r in runs]),
+            "judge": total([r.judge_cost for r in runs]),
+        },
+    )

@@ -20,10 +20,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from tauproxy.data_model.call import CallRecord, CallRole
+from tauproxy.data_model.key import EXCLUDED_PARAMS, canonical_json
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import ModelInfo, RunInfo, SimulationRun
 from tauproxy.data_model.task import Task
-from tauproxy.data_model.key import EXCLUDED_PARAMS, canonical_json
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.diff import describe_request_difference
 from tauproxy.store.entry import CassetteEntry

@@ -10,11 +10,12 @@ section per trajectory that the grid cells link to.
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from tauproxy.data_model.result import Results, SimulationRun
+from tauproxy.data_model.result import ModelInfo, Results, SimulationRun
+from tauproxy.reports.grid import GridCell
 from tauproxy.reports.html_trajectory import CHECK, trajectory_section
 from tauproxy.reports.markup import cell, element, money, row, section, table
+from tauproxy.reports.summary import ReportSummary
 from tauproxy.reports.svg import CostGroup, cost_chart, pass_hat_k_chart
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
@@ -55,7 +56,7 @@ _SCRIPT = """
 _SOURCE_MARK = {"live": "", "replayed": "r", "mixed": "m", "unknown": "?"}
 
 
-def render_html(summary: dict[str, Any], results: Results) -> str:
+def render_html(summary: ReportSummary, results: Results) -> str:
     anchors = _anchors(summary)
     body = "".join([
         _header(summary, results),
@@ -70,7 +71,7 @@ def render_html(summary: dict[str, Any], results: Results) -> str:
         element("meta", charset="utf-8"),
         element("meta", http_equiv="Content-Security-Policy", content=_CSP),
         element("meta", name="viewport", content="width=device-width, initial-scale=1"),
-        element("title", f"tauproxy report: {summary['domain']}"),
+        element("title", f"tauproxy report: {summary.domain}"),
         element("style", children=_STYLE),
     ])
     page = element("html", lang="en",
@@ -78,113 +79,110 @@ def render_html(summary: dict[str, Any], results: Results) -> str:
     return "<!DOCTYPE html>\n" + page + "\n"
 
 
-def _anchors(summary: dict[str, Any]) -> dict[tuple[str, int], str]:
+def _anchors(summary: ReportSummary) -> dict[tuple[str, int], str]:
     """(task, trial) -> element id; positional, so any task id (spaces, quotes) makes a valid anchor."""
     anchors: dict[tuple[str, int], str] = {}
-    for grid_row in summary["grid"]:
-        for trial in grid_row["trials"]:
-            anchors.setdefault((grid_row["task_id"], trial["trial"]), f"traj-{len(anchors)}")
+    for grid_row in summary.grid:
+        for trial in grid_row.trials:
+            anchors.setdefault((grid_row.task_id, trial.trial), f"traj-{len(anchors)}")
     return anchors
 
 
-def _model(model: dict[str, Any]) -> str:
-    args = model.get("llm_args") or {}
-    return f"{model['llm']}  {json.dumps(args, sort_keys=True)}" if args else str(model["llm"])
+def _model(model: ModelInfo) -> str:
+    args = model.llm_args
+    return f"{model.llm}  {json.dumps(args, sort_keys=True)}" if args else model.llm
 
 
-def _header(summary: dict[str, Any], results: Results) -> str:
-    models = summary["models"]
-    seeds = ", ".join(str(s) for s in summary["trial_seeds"])
+def _header(summary: ReportSummary, results: Results) -> str:
+    seeds = ", ".join(str(s) for s in summary.trial_seeds)
     facts = [
-        ("agent", _model(models["agent"])),
-        ("user", _model(models["user"])),
-        ("judge", _model(models["judge"])),
-        ("price source", summary["price_source"] or "unknown"),
-        ("tauproxy version", summary["tauproxy_version"]),
-        ("domain", summary["domain"]),
-        ("domain content sha256", summary["domain_sha256"]),
-        ("seeds", f"run seed {summary['seed']}; trial seeds {seeds}"),
+        *[(role, _model(model)) for role, model in summary.models.by_role()],
+        ("price source", summary.price_source or "unknown"),
+        ("tauproxy version", summary.tauproxy_version),
+        ("domain", summary.domain),
+        ("domain content sha256", summary.domain_sha256),
+        ("seeds", f"run seed {summary.seed}; trial seeds {seeds}"),
         ("results written", results.timestamp or "unknown"),
     ]
-    if summary["sources"]:
-        label = "merged from" if len(summary["sources"]) > 1 else "source"
-        facts.append((label, ", ".join(summary["sources"])))
+    if summary.sources:
+        label = "merged from" if len(summary.sources) > 1 else "source"
+        facts.append((label, ", ".join(summary.sources)))
     pairs = "".join(element("dt", k) + element("dd", v) for k, v in facts)
     meta = element("dl", class_="meta", children=pairs)
-    notes = "".join(element("li", note) for note in summary["notes"])
+    notes = "".join(element("li", note) for note in summary.notes)
     names = ("scores", "outcomes", "cost", "grid", "trajectories")
     links = [element("a", name, href=f"#{name}") for name in names]
     return element("header", id="header", children="".join([
-        element("h1", f"tauproxy report: {summary['domain']}"),
+        element("h1", f"tauproxy report: {summary.domain}"),
         meta,
         element("ul", class_="notes", children=notes) if notes else "",
         element("nav", children=" · ".join(links)),
     ]))
 
 
-def _scores(summary: dict[str, Any]) -> str:
-    intervals = summary["pass_hat_k_ci"]
+def _scores(summary: ReportSummary) -> str:
+    intervals = summary.pass_hat_k_ci
     rows = [
         row(cell(f"pass^{k}"), cell(f"{v:.3f}", number=True),
             cell("{:.3f} – {:.3f}".format(*intervals[k]) if k in intervals else "-", number=True))
-        for k, v in summary["pass_hat_k"].items()
+        for k, v in summary.pass_hat_k.items()
     ]
-    chart = pass_hat_k_chart({int(k): v for k, v in summary["pass_hat_k"].items()},
+    chart = pass_hat_k_chart({int(k): v for k, v in summary.pass_hat_k.items()},
                              {int(k): (lo, hi) for k, (lo, hi) in intervals.items()})
-    facts = (f"{summary['num_tasks']} tasks × {summary['num_trials']} trials; average reward "
-             f"{summary['avg_reward']:.3f}. Intervals: percentile bootstrap over tasks (2000 resamples).")
+    facts = (f"{summary.num_tasks} tasks × {summary.num_trials} trials; average reward "
+             f"{summary.avg_reward:.3f}. Intervals: percentile bootstrap over tasks (2000 resamples).")
     return section("scores", "Scores", element("p", facts), table(["k", "estimate", "95% CI"], rows),
                    element("figure", children=chart))
 
 
-def _outcomes(summary: dict[str, Any]) -> str:
-    excluded = summary["excluded_reasons"]
+def _outcomes(summary: ReportSummary) -> str:
+    excluded = summary.excluded_reasons
     terminations = [
         row(cell(reason), cell(str(count), number=True),
             cell("excluded from pass^k" if reason in excluded else "counted"))
-        for reason, count in summary["termination_reasons"].items()
+        for reason, count in summary.termination_reasons.items()
     ]
     bases = [
-        row(cell(basis), cell(f"{b['mean']:.3f}", number=True), cell(str(b["runs"]), number=True))
-        for basis, b in summary["reward_breakdown"].items()
+        row(cell(basis.value), cell(f"{b.mean:.3f}", number=True), cell(str(b.runs), number=True))
+        for basis, b in summary.reward_breakdown.items()
     ]
     return section("outcomes", "Terminations and reward by basis",
                    table(["termination", "runs", "pass^k"], terminations),
                    table(["basis", "mean reward", "runs"], bases))
 
 
-def _costs(summary: dict[str, Any]) -> str:
-    cost = summary["cost"]
-    unattributed = cost.get("unattributed") or {"simulations": 0, "by_role": {}}
-    extra_roles = list(unattributed["by_role"]) if unattributed["simulations"] else []
+def _costs(summary: ReportSummary) -> str:
+    cost = summary.cost
+    unattributed = cost.unattributed
+    extra_roles = list(unattributed.by_role) if unattributed.simulations else []
     groups: list[CostGroup] = []
     rows: list[str] = []
-    for role in dict.fromkeys([*cost["by_role"], *extra_roles]):
+    for role in dict.fromkeys([*cost.by_role, *extra_roles]):
         values: dict[str, float | None] = {}
-        if role in cost["by_role"]:
-            values["live"] = cost["by_role"][role]["live_usd"]
-            values["saved"] = cost["by_role"][role]["replayed_usd"]
-        if unattributed["simulations"]:
-            values["source unknown"] = unattributed["by_role"].get(role)
+        if role in cost.by_role:
+            values["live"] = cost.by_role[role].live_usd
+            values["saved"] = cost.by_role[role].replayed_usd
+        if unattributed.simulations:
+            values["source unknown"] = unattributed.by_role.get(role)
         groups.append(CostGroup(label=role, values=values))
         rows.append(row(cell(role), *[cell(money(values[s]) if s in values else "-", number=True)
                                       for s in ("live", "saved", "source unknown")]))
-    rows.append(row(cell("total"), cell(money(cost["live_usd"]), number=True),
-                    cell(money(cost["replayed_usd"]), number=True), cell("-", number=True)))
-    unknown = cost["unknown_price_calls"]
+    rows.append(row(cell("total"), cell(money(cost.live_usd), number=True),
+                    cell(money(cost.replayed_usd), number=True), cell("-", number=True)))
+    unknown = cost.unknown_price_calls
     note = element("p", f"{unknown} calls had no known price and are not in these sums.") if unknown else ""
     headers = ["role", "live (spent)", "replayed (saved)", "source unknown"]
     return section("cost", "Cost", table(headers, rows),
                    note, element("figure", children=cost_chart(groups)))
 
 
-def _grid(summary: dict[str, Any], anchors: dict[tuple[str, int], str]) -> str:
-    width = max((len(r["trials"]) for r in summary["grid"]), default=0)
+def _grid(summary: ReportSummary, anchors: dict[tuple[str, int], str]) -> str:
+    width = max((len(r.trials) for r in summary.grid), default=0)
     rows = []
-    for grid_row in summary["grid"]:
-        cells = [_grid_cell(grid_row["task_id"], trial, anchors) for trial in grid_row["trials"]]
-        passed = sum(1 for trial in grid_row["trials"] if trial["success"])
-        rows.append(row(cell(grid_row["task_id"]), cell(f"{passed}/{len(grid_row['trials'])}", number=True),
+    for grid_row in summary.grid:
+        cells = [_grid_cell(grid_row.task_id, trial, anchors) for trial in grid_row.trials]
+        passed = sum(1 for trial in grid_row.trials if trial.success)
+        rows.append(row(cell(grid_row.task_id), cell(f"{passed}/{len(grid_row.trials)}", number=True),
                         *cells))
     legend = ("✓ pass, ✗ fail, ! excluded (infrastructure error); "
               "r replayed, m mixed, ? source unknown, no mark: live.")
@@ -192,15 +190,15 @@ def _grid(summary: dict[str, Any], anchors: dict[tuple[str, int], str]) -> str:
                    table(["task", "pass", *[str(i) for i in range(width)]], rows, class_="grid"))
 
 
-def _grid_cell(task_id: str, trial: dict[str, Any], anchors: dict[tuple[str, int], str]) -> str:
-    state = "excluded" if trial["excluded"] else ("pass" if trial["success"] else "fail")
-    mark = "!" if trial["excluded"] else CHECK[trial["success"]]
-    marker = _SOURCE_MARK.get(trial["source"], "?")
-    tip = (f"trial {trial['trial']} · seed {trial['seed']} · reward {trial['reward']} · "
-           f"{trial['termination_reason']} · calls {trial['source']}")
+def _grid_cell(task_id: str, trial: GridCell, anchors: dict[tuple[str, int], str]) -> str:
+    state = "excluded" if trial.excluded else ("pass" if trial.success else "fail")
+    mark = "!" if trial.excluded else CHECK[trial.success]
+    marker = _SOURCE_MARK.get(trial.source, "?")
+    tip = (f"trial {trial.trial} · seed {trial.seed} · reward {trial.reward} · "
+           f"{trial.termination_reason} · calls {trial.source}")
     link = element("a", mark, children=element("sup", marker) if marker else "",
-                   href="#" + anchors[(task_id, trial["trial"])], title=tip)
-    return element("td", children=link, class_=f"cell {state} src-{trial['source']}")
+                   href="#" + anchors[(task_id, trial.trial)], title=tip)
+    return element("td", children=link, class_=f"cell {state} src-{trial.source}")
 
 
 def _trajectories(results: Results, anchors: dict[tuple[str, int], str]) -> str:

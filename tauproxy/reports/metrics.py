@@ -110,23 +110,27 @@ def bootstrap_pass_hat_k_ci(
 
 
 class BasisMean(BaseModel):
-    basis: RewardType
+    """The mean reward of one basis, over the runs whose breakdown has it."""
+
     mean: float
     runs: int
 
 
-def reward_breakdown(runs: list[SimulationRun]) -> list[BasisMean]:
-    """Mean reward of each basis over the counted runs whose breakdown has it (tau2 omits unused ones)."""
+def reward_breakdown(runs: list[SimulationRun]) -> dict[RewardType, BasisMean]:
+    """Mean reward of each basis over the counted runs whose breakdown has it (tau2 omits unused ones).
+
+    In BASIS_ORDER, then any other basis in the order first seen.
+    """
     totals: dict[RewardType, list[float]] = {basis: [] for basis in BASIS_ORDER}
     for run in counted_runs(runs):
         breakdown = run.reward_info.reward_breakdown if run.reward_info else None
         for basis, value in (breakdown or {}).items():
             totals.setdefault(RewardType(basis), []).append(value)
-    return [
-        BasisMean(basis=basis, mean=sum(values) / len(values), runs=len(values))
+    return {
+        basis: BasisMean(mean=sum(values) / len(values), runs=len(values))
         for basis, values in totals.items()
         if values
-    ]
+    }
 
 
 class TerminationCounts(BaseModel):

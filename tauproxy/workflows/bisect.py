@@ -83,12 +83,12 @@ def run_names(configs: list[Path]) -> list[str]:
 
 
 def _cost(results: Results, new_ids: set[str]) -> StepCost:
-    summary = cost_summary([run for run in results.simulations if run.id in new_ids])
-    live, replayed = summary["live"], summary["replayed"]
+    cost = cost_summary([run for run in results.simulations if run.id in new_ids])
+    live, replayed = cost.live, cost.replayed
     return StepCost(
-        live_usd=summary["live_usd"], live_unknown_price_calls=live["unknown_price_calls"],
-        live_calls=live["calls"], saved_usd=summary["replayed_usd"],
-        saved_unknown_price_calls=replayed["unknown_price_calls"], replayed_calls=replayed["calls"],
+        live_usd=cost.live_usd, live_unknown_price_calls=live.unknown_price_calls,
+        live_calls=live.calls, saved_usd=cost.replayed_usd,
+        saved_unknown_price_calls=replayed.unknown_price_calls, replayed_calls=replayed.calls,
     )
 
 

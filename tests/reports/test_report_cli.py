@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 from conftest import report_json, run_cli
-from report_runs import SLIPS, mock_run, results_json
+from report_runs import SLIPS, mock_run, results_json, tiny_results
+
+from tauproxy.data_model.result import TerminationReason
 
 WIDE = {"COLUMNS": "200"}
 ROLES_AND_TOTAL = {"agent", "user", "judge", "total"}
@@ -75,6 +77,22 @@ def test_unknown_cost_is_unknown_never_zero(run_dir: Path, tmp_path: Path) -> No
     # the saved column is a known $0.
     assert all(columns[0] == "unknown" for columns in rows.values())
     assert all(columns[1] == "$0.0000" for columns in rows.values())
+
+
+def reject_constant(name: str) -> float:
+    raise AssertionError(f"--json wrote {name}, which is not JSON")
+
+
+def test_json_writes_null_where_the_average_is_undefined(tmp_path: Path) -> None:
+    """Every trial an infrastructure error: no run counts, so there is no average reward."""
+    results = tiny_results()
+    for run in results.simulations:
+        run.termination_reason, run.reward_info = TerminationReason.INFRASTRUCTURE_ERROR, None
+    path = tmp_path / "results.json"
+    path.write_text(results.model_dump_json())
+    report = json.loads(run_cli("report", str(path), "--json").stdout, parse_constant=reject_constant)
+    assert report["avg_reward"] is None and report["excluded_simulations"] == 1
+    assert "nan" in run_cli("report", str(path), env=WIDE).stdout, "the table still shows it as nan"
 
 
 def test_output_options(run_dir: Path, tmp_path: Path) -> None:

@@ -81,7 +81,7 @@ def test_infrastructure_errors_are_counted_apart_and_left_out_of_pass_hat_k() ->
     assert terminations.excluded == {"infrastructure_error": 1}
     assert [(c.task_id, c.successes, c.trials) for c in task_counts(runs)] == [("a", 1, 1), ("b", 1, 2)]
 
-    breakdown = {b.basis: (b.mean, b.runs) for b in reward_breakdown(runs)}
+    breakdown = {basis: (b.mean, b.runs) for basis, b in reward_breakdown(runs).items()}
     # Means only over the runs whose breakdown has the basis, in the canonical basis order.
     assert breakdown == {RewardType.DB: (2 / 3, 3), RewardType.COMMUNICATE: (1.0, 2)}
-    assert [b.basis for b in reward_breakdown(runs)] == [RewardType.DB, RewardType.COMMUNICATE]
+    assert list(reward_breakdown(runs)) == [RewardType.DB, RewardType.COMMUNICATE]

@@ -110,19 +110,19 @@ def test_reading_tau2s_own_run_gives_tau2s_own_pass_hat_k() -> None:
     path = tau2_fixture()
     theirs = json.loads(TAU2_METRICS.read_text())
     ours = summarize(read_tau2_results(path))
-    assert set(ours["pass_hat_k"]) == set(theirs["metrics"]["pass_at_k"])
+    assert set(ours.pass_hat_k) == set(theirs["metrics"]["pass_at_k"])
     for k, value in theirs["metrics"]["pass_at_k"].items():
-        assert ours["pass_hat_k"][k] == pytest.approx(value, abs=1e-9)
-    assert ours["num_tasks"] == theirs["num_tasks"] and ours["num_trials"] == theirs["num_trials"]
-    assert ours["avg_reward"] == pytest.approx(theirs["metrics"]["avg_reward"], abs=1e-9)
-    assert sum(t["trials"] for t in ours["tasks"]) == theirs["num_simulations"]
+        assert ours.pass_hat_k[k] == pytest.approx(value, abs=1e-9)
+    assert ours.num_tasks == theirs["num_tasks"] and ours.num_trials == theirs["num_trials"]
+    assert ours.avg_reward == pytest.approx(theirs["metrics"]["avg_reward"], abs=1e-9)
+    assert sum(t.trials for t in ours.tasks) == theirs["num_simulations"]
     # τ² keeps no per-call records: source unknown, and its own per-role totals are kept, judge unknown.
-    assert {c["source"] for row in ours["grid"] for c in row["trials"]} == {"unknown"}
-    assert ours["cost"]["live_usd"] is None and ours["cost"]["replayed_usd"] is None
-    assert ours["cost"]["unattributed"]["by_role"]["judge"] is None
-    assert ours["cost"]["unattributed"]["by_role"]["agent"] == pytest.approx(
+    assert {c.source for row in ours.grid for c in row.trials} == {"unknown"}
+    assert ours.cost.live_usd is None and ours.cost.replayed_usd is None
+    assert ours.cost.unattributed.by_role["judge"] is None
+    assert ours.cost.unattributed.by_role["agent"] == pytest.approx(
         sum(s["agent_cost"] for s in json.loads(path.read_text())["simulations"]))
-    assert "api_key" not in json.dumps(ours["models"]), "credentials in llm_args never reach a report"
+    assert "api_key" not in ours.models.model_dump_json(), "credentials in llm_args never reach a report"
 
 
 def test_report_command_reads_a_tau2_file(tmp_path: Path) -> None:
@@ -153,7 +153,7 @@ def test_format_tau2_has_the_facts_shape_and_round_trips(tmp_path: Path) -> None
     again = summarize(back)
     for key in ("pass_hat_k", "num_tasks", "num_trials", "avg_reward", "tasks", "termination_reasons",
                 "reward_breakdown"):
-        assert again[key] == original[key], key
+        assert getattr(again, key) == getattr(original, key), key
     # Messages survive the trip, tool-call ids included.
     first = results_json(run_dir)["simulations"][0]["messages"]
     assert [m.model_dump(mode="json") for m in back.simulations[0].messages] == first

@@ -129,7 +129,7 @@ def test_tau2_records_through_serve_and_replays_offline(tmp_path: Path) -> None:
         assert joined.matched == upstream_calls and not joined.unmatched
         assert all(call.exact for calls in joined.by_simulation.values() for call in calls)
         summary = summarize(annotate_results_with_log(results, replay_log))
-        assert summary["calls"] == {"live": 0, "replayed": upstream_calls}
+        assert (summary.calls.live, summary.calls.replayed) == (0, upstream_calls)
         roles = {c.role for sim in annotate_results_with_log(results, replay_log).simulations for c in sim.calls}
         assert roles == {"agent", "user"}
     finally:
