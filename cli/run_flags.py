@@ -22,10 +22,13 @@ from tauproxy.runner.defaults import (
     DEFAULT_EXECUTOR,
     DEFAULT_JUDGE_LLM,
     DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_INFRA_ERRORS,
     DEFAULT_NUM_TRIALS,
     DEFAULT_RECORD_MODE,
     DEFAULT_SEED,
     DEFAULT_USER_LLM,
+    MAX_CONCURRENCY_LIMIT,
+    NUM_TRIALS_LIMIT,
 )
 
 AGENT = "Agent, user and judge"
@@ -40,13 +43,19 @@ class OptionSpec:
     help: str
     panel: str
     min: int | None
+    # Checked by RunConfig, not typer, so the error is one line naming the limit (run_setup.py).
+    max: int | None
     # The RunConfig fields this option decides. None: the field of the option's own name, value as is.
     sets: tuple[str, ...] | None
 
 
-def spec(help: str, panel: str, *, min: int | None = None, sets: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """The `metadata` of a RunFlags field."""
-    return {_SPEC: OptionSpec(help, panel, min, sets)}
+def spec(
+    help: str, panel: str, *, min: int | None = None, max: int | None = None, sets: tuple[str, ...] | None = None
+) -> dict[str, Any]:
+    """The `metadata` of a RunFlags field; a `max` is named in the help text."""
+    if max is not None:
+        help = f"{help.removesuffix('.')}; at most {max}."
+    return {_SPEC: OptionSpec(help, panel, min, max, sets)}
 
 
 @dataclass
@@ -68,7 +77,8 @@ class RunFlags:
         "NL-assertion judge model.", AGENT, sets=("judge",)))
     judge_llm_args: str | None = field(default=None, metadata=spec(
         "Judge model args as JSON.", AGENT, sets=("judge",)))
-    num_trials: int = field(default=DEFAULT_NUM_TRIALS, metadata=spec("Trials per task.", RUN, min=1))
+    num_trials: int = field(default=DEFAULT_NUM_TRIALS, metadata=spec(
+        "Trials per task.", RUN, min=1, max=NUM_TRIALS_LIMIT))
     num_tasks: int | None = field(default=None, metadata=spec("First N tasks only.", RUN, min=1))
     # Flag-only because comma-separated items are split: a list pasted from elsewhere fits in one flag.
     task_ids: list[str] | None = field(default=None, metadata=spec(
@@ -76,7 +86,7 @@ class RunFlags:
     tasks_file: Path | None = field(default=None, metadata=spec("Use this tasks.json.", RUN))
     seed: int = field(default=DEFAULT_SEED, metadata=spec("Run seed; per-trial seeds derive from it.", RUN))
     max_concurrency: int = field(default=DEFAULT_MAX_CONCURRENCY, metadata=spec(
-        "Trials at once (thread); live calls at once, cluster-wide (ray).", RUN, min=1))
+        "Trials at once (thread); live calls at once, cluster-wide (ray).", RUN, min=1, max=MAX_CONCURRENCY_LIMIT))
     max_steps: int = field(default=DEFAULT_MAX_STEPS, metadata=spec(
         "Messages per trial before it stops.", RUN, min=1))
     max_errors: int = field(default=DEFAULT_MAX_ERRORS, metadata=spec(
@@ -89,6 +99,8 @@ class RunFlags:
     prices: Path | None = field(default=None, metadata=spec("Prices file (YAML/JSON, USD per token).", CASSETTE))
     max_cost: float | None = field(default=None, metadata=spec(
         "Stop starting trials past this live spend (USD).", CASSETTE))
+    max_infra_errors: int = field(default=DEFAULT_MAX_INFRA_ERRORS, metadata=spec(
+        "Stop the run after this many trials in a row end in the same infrastructure error.", RUN, min=1))
     executor: str = field(default=DEFAULT_EXECUTOR, metadata=spec(
         "thread | ray (Ray: the optional ray extra of tauproxy).", RUN, sets=("executor",)))
     ray_address: str | None = field(default=None, metadata=spec(

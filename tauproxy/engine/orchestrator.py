@@ -16,7 +16,7 @@ from tauproxy.engine.agent import Agent
 from tauproxy.engine.environment import Environment
 from tauproxy.engine.limits import Limits
 from tauproxy.engine.user import UserSimulator, is_stop
-from tauproxy.errors import ModelCallError, ReplayMissError, TauproxyError
+from tauproxy.errors import CassetteWriteError, InfrastructureError, ReplayMissError, TauproxyError
 from tauproxy.redact import redact_text
 
 GREETING = "Hi! How can I help you today?"
@@ -83,9 +83,9 @@ class Orchestrator:
                 if isinstance(outcome, TerminationReason):
                     return Trajectory(messages, outcome)
                 to_user = outcome
-        except ReplayMissError:
-            raise
-        except ModelCallError as exc:
+        except (ReplayMissError, CassetteWriteError):
+            raise  # these stop the whole run, not only this trial (see tauproxy.errors)
+        except InfrastructureError as exc:
             return Trajectory(messages, TerminationReason.INFRASTRUCTURE_ERROR, redact_text(str(exc)))
         except _UserFailure as exc:
             return Trajectory(messages, TerminationReason.USER_ERROR, redact_text(str(exc)))
@@ -104,7 +104,7 @@ class Orchestrator:
         assert self.user is not None
         try:
             reply = self.user.respond(messages)
-        except (ModelCallError, ReplayMissError):
+        except InfrastructureError:
             raise
         except TauproxyError as exc:
             raise _UserFailure(str(exc)) from None
@@ -118,7 +118,7 @@ class Orchestrator:
     def _agent_turn(self, messages: list[Message], errors: int) -> tuple[TerminationReason | bool, int]:
         try:
             reply = self.agent.respond(agent_view(messages), self.agent_tools)
-        except (ModelCallError, ReplayMissError, TauproxyError):
+        except TauproxyError:
             raise
         except Exception as exc:  # a user-written agent's bug ends its trial, not the run
             return _agent_error(messages, f"{type(exc).__name__}: {exc}"), errors

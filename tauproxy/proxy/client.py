@@ -10,6 +10,7 @@ from __future__ import annotations
 from tauproxy.data_model.call import CallRecord, CallRole, ModelCall, ModelRequest, ModelResponse
 from tauproxy.data_model.key import Occurrences, TrialScope, identify
 from tauproxy.data_model.wire import request_to_wire
+from tauproxy.errors import InfrastructureError, ModelCallError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 
@@ -24,7 +25,15 @@ class ModelClient:
 
     def complete(self, request: ModelRequest, role: CallRole) -> ModelResponse:
         call = self.prepare(request, role)
-        completion = self._transport.complete(call)
+        try:
+            completion = self._transport.complete(call)
+        except InfrastructureError:
+            raise
+        except Exception as exc:
+            # Whatever goes wrong under this seam (an unknown model name, a provider SDK's own
+            # exception, a transport's bug) is the infrastructure's failure, never the agent's: the
+            # trial must be excluded, not scored 0 as if the agent had erred.
+            raise ModelCallError(f"{request.model}: {type(exc).__name__}: {exc}") from exc
         usage = completion.usage
         # The cassette layer has priced it; without a cassette the same rule prices it here.
         cost = completion.cost or self._pricing.call_cost(call, usage)

@@ -62,7 +62,7 @@ def litellm_kwargs(call: ModelCall) -> dict[str, Any]:
 def model_call_error(exc: Exception, model: str, secrets: tuple[str, ...]) -> ModelCallError:
     """A provider exception as a ModelCallError: its status, or a code when it has none."""
     litellm = load_litellm()
-    message = redact_text(f"{model}: {type(exc).__name__}: {exc}", secrets)
+    message = redact_text(f"{model}: {type(exc).__name__}: {_one_line(str(exc))}", secrets)
     if isinstance(exc, litellm.Timeout):
         return ModelCallError(message, code="upstream_timeout")
     status = getattr(exc, "status_code", None)
@@ -70,6 +70,16 @@ def model_call_error(exc: Exception, model: str, secrets: tuple[str, ...]) -> Mo
         # litellm files a refused connection under 500; it is a connection failure, not an answer.
         return ModelCallError(message, code="upstream_unreachable")
     return ModelCallError(message, status_code=status, retry_after=_retry_after(exc))
+
+
+MAX_ERROR_CHARS = 400
+
+
+def _one_line(text: str) -> str:
+    """A provider error as one short line: litellm embeds whole tracebacks in some messages."""
+    text = text.split("Traceback (most recent call last)")[0]
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
 def _retry_after(exc: Exception) -> str | None:

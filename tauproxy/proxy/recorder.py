@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from tauproxy.data_model.call import Cost, ModelCall
 from tauproxy.data_model.completion import CallRecording, Completion
-from tauproxy.errors import ReplayMissError
+from tauproxy.errors import CassetteError, CassetteWriteError, ReplayMissError
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
@@ -83,7 +83,15 @@ class CassetteTransport:
         completion = self._live.complete(call)
         cost = self._pricing.call_cost(call, completion.usage)
         recording = CallRecording.of(call, completion, cost)
-        self._recorder(recording)  # durably, before the answer is used
+        try:
+            self._recorder(recording)  # durably, before the answer is used
+        except CassetteWriteError:
+            raise
+        except CassetteError as exc:
+            raise CassetteWriteError(
+                f"cassette {self.cassette.directory} is not writable ({exc}); stopping so that no further "
+                "paid answer goes unrecorded: fix it and rerun the same command to resume"
+            ) from None
         return Completion(
             body=self.cassette.replay_form(recording),
             source="live",

@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tauproxy.engine.agent import AgentPrompt, PromptMode
 from tauproxy.engine.limits import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
@@ -18,10 +18,14 @@ from tauproxy.runner.defaults import (
     DEFAULT_EXECUTOR,
     DEFAULT_JUDGE_LLM,
     DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_INFRA_ERRORS,
     DEFAULT_NUM_TRIALS,
     DEFAULT_RECORD_MODE,
     DEFAULT_SEED,
     DEFAULT_USER_LLM,
+    MAX_CONCURRENCY_LIMIT,
+    NUM_TRIALS_LIMIT,
+    PLANNED_TRIALS_LIMIT,
 )
 
 # Where trials run: threads in this process, or Ray tasks (a local instance or a cluster).
@@ -100,21 +104,62 @@ class RunConfig(BaseModel):
     agent_impl: str | None = None
     user: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_USER_LLM))
     judge: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_JUDGE_LLM))
-    num_trials: int = Field(default=DEFAULT_NUM_TRIALS, ge=1)
+    num_trials: int = Field(default=DEFAULT_NUM_TRIALS, ge=1, le=NUM_TRIALS_LIMIT)
     num_tasks: int | None = Field(default=None, ge=1)
     task_ids: list[str] | None = None
     tasks_file: Path | None = None
     seed: int = DEFAULT_SEED
-    max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1)
+    max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1, le=MAX_CONCURRENCY_LIMIT)
     max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
     max_errors: int = Field(default=DEFAULT_MAX_ERRORS, ge=1)
     save_to: Path | None = None
     cassette: Path | None = None
     record_mode: RecordMode = RecordMode(DEFAULT_RECORD_MODE)
     prices: Path | None = None
-    max_cost: float | None = Field(default=None, ge=0)
+    max_cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    max_infra_errors: int = Field(default=DEFAULT_MAX_INFRA_ERRORS, ge=1)
     solo: bool = False
     # Under "thread", max_concurrency is the number of trials at once; under "ray" it caps live model
     # calls across the cluster, and the trials at once are the cluster's CPUs (see runner/ray_executor.py).
     executor: Executor = DEFAULT_EXECUTOR
     ray_address: str | None = None  # None: start a local Ray instance for the run
+
+    @field_validator("save_to", "cassette")
+    @classmethod
+    def _is_a_directory(cls, path: Path | None) -> Path | None:
+        """A run directory or cassette that is a file (or lies under one) is refused before the run plans
+        anything, instead of failing in mkdir once the run has started."""
+        blocker = _file_in_the_way(path) if path is not None else None
+        if blocker is not None:
+            where = "is a file" if blocker == path else f"is under {blocker}, a file"
+            raise ValueError(f"{path} {where}; give a directory")
+        return path
+
+    @field_validator("tasks_file", "prices")
+    @classmethod
+    def _is_not_a_directory(cls, path: Path | None) -> Path | None:
+        if path is not None and path.is_dir():
+            raise ValueError(f"{path} is a directory; give a file")
+        return path
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The nearest existing one of `path` and its parents, when it is not a directory."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
+def check_trial_plan(config: RunConfig, num_tasks: int) -> None:
+    """Refuse a run of more than PLANNED_TRIALS_LIMIT trials (tasks x trials) before any is planned.
+
+    `RunConfig` bounds the trials per task; the tasks are only known once the domain pack is loaded,
+    so `prepare` calls this with their number, before it builds seeds or trial specs.
+    """
+    planned = num_tasks * config.num_trials
+    if planned > PLANNED_TRIALS_LIMIT:
+        raise ConfigError(
+            f"{num_tasks} tasks x {config.num_trials} trials is {planned:,} trials, over the limit of "
+            f"{PLANNED_TRIALS_LIMIT:,} per run; pick fewer with --num-tasks, --task-ids or --num-trials"
+        )

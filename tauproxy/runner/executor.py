@@ -8,10 +8,14 @@ each submission, counting every submitted trial as running) and saving each fini
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol, TypeVar
 
-from tauproxy.data_model.result import SimulationRun
+from tauproxy.data_model.result import SimulationRun, TerminationReason
+from tauproxy.errors import CassetteWriteError, ResultsWriteError
 from tauproxy.runner.budget import BudgetGuard
 from tauproxy.runner.prepared import PreparedRun, ProgressCallback
 from tauproxy.runner.trial import TrialSpec
@@ -43,26 +47,91 @@ class TrialExecutor(Protocol[Handle]):
         ...
 
 
+class StopKind(StrEnum):
+    """Why a run ended before every planned trial ran. Each maps to its own exit code (cli/run.py)."""
+
+    BUDGET = "budget"  # --max-cost would be passed
+    INFRASTRUCTURE = "infrastructure"  # the cassette or the results could not be written, or the
+    # same infrastructure error ended --max-infra-errors trials in a row
+    INTERRUPTED = "interrupted"  # Ctrl-C
+
+
+@dataclass(frozen=True)
+class RunStop:
+    kind: StopKind
+    reason: str
+
+
+class _InfraStreak:
+    """Counts trials in a row that ended in an infrastructure error with the same cause."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.cause: str | None = None
+        self.count = 0
+
+    def add(self, simulation: SimulationRun) -> RunStop | None:
+        if simulation.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR:
+            self.cause, self.count = None, 0
+            return None
+        cause = _cause_of(simulation.error)
+        self.count = self.count + 1 if cause == self.cause else 1
+        self.cause = cause
+        if self.count < self.limit:
+            return None
+        return RunStop(
+            StopKind.INFRASTRUCTURE,
+            f"stopped after {self.count} trials in a row ended in the same infrastructure error: {simulation.error}",
+        )
+
+
+def _cause_of(error: str | None) -> str:
+    """An error's cause without what differs per call (ids, numbers), so repeats compare equal."""
+    first = (error or "").strip().splitlines()[0] if (error or "").strip() else ""
+    return re.sub(r"\d+", "N", first)[:200]
+
+
 def run_pending(
     run: PreparedRun, executor: TrialExecutor[Handle], progress: ProgressCallback | None
-) -> tuple[list[SimulationRun], str | None]:
+) -> tuple[list[SimulationRun], RunStop | None]:
     """Run the trials not finished yet; returns them in the order they finished, and why the run
-    stopped early, if it did. Trials already running when the budget stops the run still finish
-    and are saved. The caller closes the executor."""
+    stopped early, if it did.
+
+    Trials already running when the run stops (budget, an infrastructure stop) still finish and are
+    saved. A cassette or results write failure stops the run: the trials in flight finish (their calls
+    are recorded if the cassette takes them), nothing more starts, and the error becomes the stop
+    reason. Ctrl-C stops it at once: what finished is saved, the caller closes the executor.
+    """
     budget = BudgetGuard(run.config.max_cost)
+    streak = _InfraStreak(run.config.max_infra_errors)
     queue = run.pending
     already = len(run.specs) - len(queue)
     running: list[Handle] = []
     done: list[SimulationRun] = []
-    stopped: str | None = None
-    while queue or running:
-        while queue and stopped is None and len(running) < executor.window(budget.blind(done)):
-            stopped = budget.refusal(done, len(running))
-            if stopped is None:
-                running.append(executor.submit(queue.pop(0)))
-        if not running:
-            break
-        for handle in executor.wait_any(tuple(running)):
-            running.remove(handle)
-            run.keep(done, executor.result(handle), already, progress)
+    stopped: RunStop | None = None
+    try:
+        while queue or running:
+            while queue and stopped is None and len(running) < executor.window(budget.blind(done)):
+                refusal = budget.refusal(done, len(running))
+                if refusal is not None:
+                    stopped = RunStop(StopKind.BUDGET, refusal)
+                else:
+                    running.append(executor.submit(queue.pop(0)))
+            if not running:
+                break
+            for handle in executor.wait_any(tuple(running)):
+                running.remove(handle)
+                try:
+                    simulation = executor.result(handle)
+                    run.keep(done, simulation, already, progress)
+                except (CassetteWriteError, ResultsWriteError) as exc:
+                    if stopped is None or stopped.kind is not StopKind.INFRASTRUCTURE:
+                        stopped = RunStop(StopKind.INFRASTRUCTURE, str(exc))  # the first such error says why
+                    queue = []
+                    continue
+                stopped = stopped or streak.add(simulation)
+                if stopped is not None and stopped.kind is StopKind.INFRASTRUCTURE:
+                    queue = []
+    except KeyboardInterrupt:
+        stopped = RunStop(StopKind.INTERRUPTED, "interrupted")
     return done, stopped

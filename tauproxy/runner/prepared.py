@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from tauproxy.data_model.result import RunInfo, SimulationRun
 from tauproxy.data_model.task import Task
 from tauproxy.domain.pack import DomainPack
+from tauproxy.errors import ResultsWriteError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.results.run_dir import ResultsDir
 from tauproxy.runner.config import RunConfig
@@ -43,8 +44,14 @@ class PreparedRun:
         self, done: list[SimulationRun], simulation: SimulationRun, already: int, progress: ProgressCallback | None
     ) -> None:
         """A trial finished: save it at once (a crash loses nothing finished) and report progress."""
-        done.append(simulation)
         if self.results_dir:
-            self.results_dir.append(simulation)
+            try:
+                self.results_dir.append(simulation)
+            except OSError as exc:
+                raise ResultsWriteError(
+                    f"cannot save trial {simulation.id} to {self.results_dir.path}: {exc.strerror or exc}; "
+                    "stopping: fix it and rerun the same command to resume"
+                ) from None
+        done.append(simulation)
         if progress:
             progress(simulation, already + len(done), len(self.specs))

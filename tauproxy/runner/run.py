@@ -16,11 +16,14 @@ from tauproxy.data_model.result import Results, RunInfo, SimulationRun
 from tauproxy.data_model.task import Task
 from tauproxy.domain.pack import DomainPack, load_pack
 from tauproxy.engine.agent import load_agent_factory
-from tauproxy.errors import ConfigError
+from tauproxy.errors import ConfigError, ResultsWriteError
+from tauproxy.proxy.modes import RecordMode
+from tauproxy.proxy.preflight import check_model
 from tauproxy.proxy.pricing import Pricing
-from tauproxy.results.run_dir import ResultsDir, utc_now
+from tauproxy.results.run_dir import RESULTS_FILE, SIMULATIONS_FILE, ResultsDir, utc_now
+from tauproxy.store.format import CALLS_FILE
 from tauproxy.runner.config import RunConfig
-from tauproxy.runner.executor import run_pending
+from tauproxy.runner.executor import RunStop, run_pending
 from tauproxy.runner.executors import check_executor, open_executor
 from tauproxy.runner.prepared import PreparedRun, ProgressCallback
 from tauproxy.runner.stack import build_transport, transport_warnings
@@ -73,8 +76,33 @@ def run_info(pack: DomainPack, config: RunConfig, seeds: list[int], pricing: Pri
 class RunOutcome:
     results: Results
     new_runs: list[SimulationRun] = field(default_factory=list)
-    stopped_reason: str | None = None
+    stop: RunStop | None = None  # why the run ended before every planned trial ran
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def stopped_reason(self) -> str | None:
+        return self.stop.reason if self.stop is not None else None
+
+
+def goes_live(config: RunConfig) -> bool:
+    """Whether any call of this run may reach a provider (decides what the preflight checks)."""
+    if config.cassette is None or config.record_mode == RecordMode.OFF:
+        return True
+    if config.record_mode == RecordMode.ONCE:
+        calls = config.cassette / CALLS_FILE
+        return not calls.exists() or calls.stat().st_size == 0
+    return config.record_mode.goes_live
+
+
+def check_models(config: RunConfig, tasks: list[Task]) -> None:
+    """Fail fast (proxy/preflight.py): each model this run will call, once, before the first trial."""
+    live = goes_live(config)
+    if config.agent_impl is None:  # your own agent decides what, if anything, it calls
+        check_model("agent", config.agent.model, config.agent.connection(), live)
+    if not config.solo:
+        check_model("user", config.user.model, config.user.connection(), live)
+    if any(task.evaluation_criteria and task.evaluation_criteria.nl_assertions for task in tasks):
+        check_model("judge", config.judge.model, config.judge.connection(), live)
 
 
 def prepare(config: RunConfig) -> PreparedRun:
@@ -83,6 +111,7 @@ def prepare(config: RunConfig) -> PreparedRun:
     check_executor(config)
     pack = load_pack(config.domain, config.tasks_file)
     tasks = select_tasks(pack, config)
+    check_models(config, tasks)
     seeds = trial_seeds(config.seed, config.num_trials)
     pricing = Pricing.from_file(config.prices)
     info = run_info(pack, config, seeds, pricing)
@@ -97,19 +126,27 @@ def execute(config: RunConfig, progress: ProgressCallback | None = None) -> RunO
 
 
 def execute_prepared(run: PreparedRun, progress: ProgressCallback | None = None) -> RunOutcome:
-    new_runs, stopped, warnings = _run_trials(run, progress)
+    """Run the pending trials and write the results, also when the run stops early or is interrupted
+    (results.json then holds what finished, so `report` and `view` work and a rerun resumes)."""
+    new_runs, stop, warnings = _run_trials(run, progress)
     by_id = {**run.finished, **{simulation.id: simulation for simulation in new_runs}}
     ordered = [by_id[spec.run_id] for spec in run.specs if spec.run_id in by_id]
     if run.results_dir:
-        results = run.results_dir.write_results(run.info, run.tasks, ordered)
+        try:
+            results = run.results_dir.write_results(run.info, run.tasks, ordered)
+        except OSError as exc:
+            raise ResultsWriteError(
+                f"cannot write {run.results_dir.path / RESULTS_FILE}: {exc.strerror or exc}; the finished trials "
+                f"are in {run.results_dir.path / SIMULATIONS_FILE}: rerun the same command to write it"
+            ) from None
     else:
         results = Results(timestamp=utc_now(), info=run.info, tasks=run.tasks, simulations=ordered)
-    return RunOutcome(results=results, new_runs=new_runs, stopped_reason=stopped, warnings=warnings)
+    return RunOutcome(results=results, new_runs=new_runs, stop=stop, warnings=warnings)
 
 
 def _run_trials(
     run: PreparedRun, progress: ProgressCallback | None
-) -> tuple[list[SimulationRun], str | None, list[str]]:
+) -> tuple[list[SimulationRun], RunStop | None, list[str]]:
     # The transport (and the cassette it holds in memory) is released when this returns, so
     # writing and summarising the results reuse its memory instead of adding to the peak.
     transport = build_transport(run.config, run.pack, run.pricing)

@@ -17,7 +17,7 @@ from tauproxy.engine.judge import Judge
 from tauproxy.engine.limits import Limits
 from tauproxy.engine.orchestrator import Orchestrator
 from tauproxy.engine.user import UserSimulator, user_system_prompt
-from tauproxy.errors import ModelCallError
+from tauproxy.errors import CassetteWriteError, InfrastructureError, ReplayMissError
 from tauproxy.proxy.client import ModelClient
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
@@ -62,10 +62,14 @@ def run_trial(
     trajectory = orchestrator.run()
     termination, error = trajectory.termination_reason, trajectory.error
     judge = Judge(config.judge, client, spec.seed)
+    reward_info = None  # an infrastructure error is never graded: it is excluded, not scored 0
     try:
-        reward_info = evaluate(pack, spec.task, trajectory.messages, termination, judge.evaluate)
-    except ModelCallError as exc:
-        termination, error, reward_info = TerminationReason.INFRASTRUCTURE_ERROR, redact_text(str(exc)), None
+        if termination != TerminationReason.INFRASTRUCTURE_ERROR:
+            reward_info = evaluate(pack, spec.task, trajectory.messages, termination, judge.evaluate)
+    except (ReplayMissError, CassetteWriteError):
+        raise
+    except InfrastructureError as exc:  # the judge's model call failed: the trial cannot be graded
+        termination, error = TerminationReason.INFRASTRUCTURE_ERROR, redact_text(str(exc))
     return SimulationRun(
         id=spec.run_id,
         task_id=spec.task.id,

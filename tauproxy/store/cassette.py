@@ -193,6 +193,22 @@ class Cassette:
         cassette._index(scan_bytes(cassette.file, data))
         return cassette
 
+    def check_writable(self) -> None:
+        """Raise CassetteError now if a call could not be appended (read-only file or directory).
+
+        Checked before a run that may go live, so an unwritable cassette is one line before the first
+        trial, not a paid answer that cannot be kept in the middle of one.
+        """
+        self._refuse_if_snapshot("write")
+        try:
+            with locked(self.directory):
+                fd = os.open(self.file, os.O_WRONLY | os.O_APPEND)
+                os.close(fd)
+        except CassetteError:
+            raise
+        except OSError as exc:
+            raise CassetteError(f"cassette {self.directory} is not writable: {exc.strerror or exc}") from None
+
     def read_bytes(self) -> bytes:
         """The file's bytes as they are now, read under the lock (never a write in progress)."""
         with self._lock, locked(self.directory, read_only_ok=True):

@@ -54,6 +54,15 @@ def test_option_minimums_are_run_config_bounds() -> None:
             assert not bounds, f"{name}: RunConfig bounds it, so the flag should say so in --help"
 
 
+def test_option_maximums_are_run_config_limits() -> None:
+    for name in as_is_options():
+        limits = [m.le for m in RunConfig.model_fields[name].metadata if hasattr(m, "le")]
+        option = BY_NAME[name]
+        assert limits == ([] if option.spec.max is None else [option.spec.max]), name
+        if option.spec.max is not None:
+            assert f"at most {option.spec.max}" in option.spec.help, name
+
+
 def test_default_flags_build_the_default_run_config() -> None:
     assert build_run_config(base_flags()) == RunConfig(domain=RunFlags().domain, agent=LLMConfig(model=AGENT))
 
@@ -86,6 +95,7 @@ def sample_changes(tmp_path: Path) -> dict[str, dict[str, Any]]:
         "record_mode": {"record_mode": "replay"},
         "prices": {"prices": tmp_path / "prices.yaml"},
         "max_cost": {"max_cost": 1.5},
+        "max_infra_errors": {"max_infra_errors": 3},
         "executor": {"executor": "ray"},
         "ray_address": {"ray_address": "ray://head:10001", "executor": "ray"},
     }

@@ -19,7 +19,8 @@ from tauproxy.data_model.result import SimulationRun, TerminationReason
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.runner import run as run_module
 from tauproxy.runner.config import RunConfig
-from tauproxy.runner.executor import run_pending
+from tauproxy.results.run_dir import load_results
+from tauproxy.runner.executor import StopKind, run_pending
 from tauproxy.runner.prepared import PreparedRun
 from tauproxy.runner.run import execute_prepared, prepare
 from tauproxy.runner.trial import TrialSpec
@@ -106,7 +107,8 @@ def saved_ids(run: PreparedRun) -> list[str]:
 def test_every_pending_trial_is_submitted_once_in_spec_order_within_the_window() -> None:
     run = prepared()
     executor = FakeExecutor(size=3)
-    done, stopped = run_pending(run, executor, None)
+    done, stop = run_pending(run, executor, None)
+    stopped = stop.reason if stop is not None else None
     assert stopped is None
     assert [spec.run_id for spec in executor.submitted] == [spec.run_id for spec in run.specs]
     assert executor.peak == 3, "the window is filled, and never passed"
@@ -158,7 +160,8 @@ def test_nothing_to_do_submits_nothing(tmp_path: Path) -> None:
 def test_the_budget_stops_before_the_trial_that_would_pass_it() -> None:
     run = prepared(max_cost=2.5)
     executor = FakeExecutor(size=1, cost=1.0)
-    done, stopped = run_pending(run, executor, None)
+    done, stop = run_pending(run, executor, None)
+    stopped = stop.reason if stop is not None else None
     assert [sim.id for sim in done] == [spec.run_id for spec in run.specs[:2]]
     assert stopped == (
         "stopped before the budget: $2.0000 spent, next trial projected to reach $3.0000 > --max-cost $2.5000; "
@@ -169,7 +172,8 @@ def test_the_budget_stops_before_the_trial_that_would_pass_it() -> None:
 def test_the_budget_counts_running_trials_and_lets_them_finish() -> None:
     run = prepared(max_cost=3.5)
     executor = FakeExecutor(size=3, cost=1.0)
-    done, stopped = run_pending(run, executor, None)
+    done, stop = run_pending(run, executor, None)
+    stopped = stop.reason if stop is not None else None
     # Three start at once (nothing to project from yet); after the first finishes, $1 spent plus
     # $1 for each of the two running and the next one is $4.
     assert len(executor.submitted) == 3 and len(done) == 3
@@ -196,29 +200,42 @@ def test_without_a_budget_the_window_is_never_blind() -> None:
 
 
 def test_an_unknown_live_price_stops_the_run_after_the_first_trial() -> None:
-    done, stopped = run_pending(prepared(max_cost=10.0), FakeExecutor(size=1, cost=None), None)
+    done, stop = run_pending(prepared(max_cost=10.0), FakeExecutor(size=1, cost=None), None)
+    stopped = stop.reason if stop is not None else None
     assert len(done) == 1
     assert stopped == "a live call had an unknown price; --max-cost 10.0 cannot be kept"
 
 
 def test_replayed_calls_cost_nothing_against_the_budget() -> None:
-    done, stopped = run_pending(prepared(max_cost=0.5), FakeExecutor(size=2, cost=1.0, source="replay"), None)
+    done, stop = run_pending(prepared(max_cost=0.5), FakeExecutor(size=2, cost=1.0, source="replay"), None)
+    stopped = stop.reason if stop is not None else None
     assert stopped is None and len(done) == 20
 
 
-@pytest.mark.parametrize("error", [RuntimeError("trial blew up"), KeyboardInterrupt()])
-def test_an_error_closes_the_executor_and_keeps_what_finished(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException
-) -> None:
+def test_an_error_closes_the_executor_and_keeps_what_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`execute_prepared` closes the executor whatever happens: that is where Ray records the calls
     of the trials still in flight and the thread pool waits for them."""
-    executor = FakeExecutor(size=2, fail_at=3, fail_with=error)
+    executor = FakeExecutor(size=2, fail_at=3, fail_with=RuntimeError("trial blew up"))
     monkeypatch.setattr(run_module, "open_executor", lambda run, transport: executor)
     run = prepared(tmp_path)
-    with pytest.raises(type(error)):
+    with pytest.raises(RuntimeError):
         execute_prepared(run)
     assert executor.closed
     assert saved_ids(run) == executor.finished[:2]
+
+
+def test_ctrl_c_stops_the_run_and_writes_what_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    executor = FakeExecutor(size=2, fail_at=3, fail_with=KeyboardInterrupt())
+    monkeypatch.setattr(run_module, "open_executor", lambda run, transport: executor)
+    run = prepared(tmp_path)
+    outcome = execute_prepared(run)
+    assert executor.closed
+    assert outcome.stop is not None and outcome.stop.kind is StopKind.INTERRUPTED
+    assert saved_ids(run) == executor.finished[:2]
+    # results.json holds what finished, so report and view work on the interrupted run.
+    assert [sim.id for sim in load_results(tmp_path / "run").simulations] == sorted(
+        executor.finished[:2], key=[spec.run_id for spec in run.specs].index
+    )
 
 
 def test_a_finished_run_closes_the_executor_and_orders_results_by_spec(

@@ -96,11 +96,11 @@ def test_the_pool_runs_at_most_max_concurrency_trials_at_once(tmp_path: Path, mo
     executor = ThreadExecutor(run, transport)
     assert executor.window(budget_blind=True) == executor.window(budget_blind=False) == 3
     try:
-        done, stopped = run_pending(run, executor, None)
+        done, stop = run_pending(run, executor, None)
     finally:
         executor.close()
         transport.close()
-    assert stopped is None and len(done) == 20
+    assert stop is None and len(done) == 20
     assert peak == 3
 
 

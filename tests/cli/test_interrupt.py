@@ -1,0 +1,54 @@
+"""Ctrl-C: the run says how many trials it saved and how to resume, exits 130, leaves a run that
+`report` reads, and the same command resumes where it stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tauproxy_cli import exit_codes
+
+pytestmark = pytest.mark.slow
+
+
+def command(tmp_path: Path, num_tasks: int) -> list[str]:
+    return [sys.executable, "-m", "tauproxy_cli", "run", "--domain", "airline", "--num-tasks", str(num_tasks),
+            "--num-trials", "40", "--agent-llm", "scripted/oracle", "--cassette", str(tmp_path / "c"),
+            "--save-to", str(tmp_path / "run")]
+
+
+def saved(tmp_path: Path) -> int:
+    path = tmp_path / "run" / "simulations.jsonl"
+    return sum(1 for line in path.read_bytes().split(b"\n") if line.strip()) if path.exists() else 0
+
+
+def test_ctrl_c_saves_says_and_resumes(tmp_path: Path) -> None:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.Popen(command(tmp_path, 60), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while saved(tmp_path) < 3 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == exit_codes.INTERRUPTED, err
+    kept = saved(tmp_path)
+    assert f"interrupted: {kept} of 2400 trials saved; rerun the same command to resume" in err
+    assert "Traceback" not in err
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert len(results["simulations"]) == kept  # what report and view need
+    report = subprocess.run([sys.executable, "-m", "tauproxy_cli", "report", str(tmp_path / "run"), "--json"],
+                            capture_output=True, text=True, env=env)
+    assert report.returncode == 0, report.stderr
+    # Resume a smaller selection: its finished trials are counted, not the whole directory's.
+    first_task = sum(1 for sim in results["simulations"] if sim["task_id"] == results["tasks"][0]["id"])
+    again = subprocess.run(command(tmp_path, 1), capture_output=True, text=True, env=env, timeout=120)
+    assert again.returncode == 0, again.stderr
+    if first_task:
+        assert f"resuming: {first_task} of 40 trials done" in again.stderr
