@@ -43,7 +43,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.requests.append(body)
             fault = self.server.fault
         error = json.dumps({"error": {"message": f"injected {fault}", "type": "server_error"}}).encode()
-        if fault in ("429", "500", "503"):
+        if fault == "echo_headers":  # some gateways quote the request back in their error
+            quoted = {k: v for k, v in self.headers.items() if k.lower() == "authorization" or k.lower().startswith("x-t")}
+            echoed = json.dumps({"error": {"message": f"bad request with headers {quoted}"}}).encode()
+            self._send(400, echoed)
+        elif fault in ("429", "500", "503"):
             extra = {"Retry_After": "0"} if fault == "429" else {}
             self._send(int(fault), error, **extra)
         elif fault == "hang":

@@ -30,6 +30,12 @@ pytestmark = pytest.mark.slow
 
 def tauproxy(*args: str) -> tuple[int, str]:
     """Exit code and stderr of one `tauproxy` command, run in-process."""
+    code, _, err = tauproxy_io(*args)
+    return code, err
+
+
+def tauproxy_io(*args: str) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of one `tauproxy` command, run in-process."""
     from tauproxy_cli.main import main
 
     err, out = io.StringIO(), io.StringIO()
@@ -43,7 +49,7 @@ def tauproxy(*args: str) -> tuple[int, str]:
         code = exc.code if isinstance(exc.code, int) else 1
     finally:
         sys.argv = argv
-    return code, err.getvalue()
+    return code, out.getvalue(), err.getvalue()
 
 
 def run_args(cassette: Path, save_to: Path, api_base: str, **llm: object) -> list[str]:
@@ -206,3 +212,22 @@ def test_a_read_only_cassette_is_refused_before_any_call(tmp_path: Path, upstrea
         assert "Read-only file system" in err and len(err.strip().splitlines()) <= 2
         assert upstream.request_count == before
     heal(upstream, run_args(writable, save_to, upstream.url), writable, save_to)
+
+
+def test_header_values_echoed_in_errors_are_masked_everywhere(tmp_path: Path, upstream: FaultUpstream) -> None:
+    secret = "team-secret-value-123"
+    cassette, save_to = tmp_path / "cassette", tmp_path / "run"
+    args = run_args(cassette, save_to, upstream.url, extra_headers={"X-Team-Token": secret})
+    upstream.set_fault("echo_headers")
+    code, err = tauproxy(*args)
+    assert code == exit_codes.NOTHING_SCORED and "bad request with headers" in err
+    html = tmp_path / "report.html"
+    view = tauproxy_io("view", str(save_to), "--task", str(simulations(save_to)[0]["task_id"]), "--trial", "0")
+    shown = [err, *tauproxy_io("report", str(save_to), "--html", str(html))[1:], *view[1:]]
+    assert "bad request with headers" in view[1] + view[2]  # the error is shown, masked
+    written = [path.read_text(errors="replace") for path in save_to.iterdir() if path.is_file()]
+    written.append(html.read_text())
+    for text in [*shown, *written]:
+        assert secret not in text and KEY not in text
+    assert any("***" in text for text in written)  # masked, not dropped
+    upstream.set_fault(None)
