@@ -33,7 +33,10 @@ _err = Console(stderr=True, highlight=False, soft_wrap=True)
 JSON_HELP = "Print machine-readable JSON instead of text."
 DROP_BAD_HELP = "Drop damaged lines instead of refusing to rewrite."
 
-RUNS_HELP = "Run dir (holding results.json) whose calls to keep; more may follow."
+RUNS_HELP = (
+    "Run whose calls to keep (run dir, results.json, or a τ²-bench file with its serve run log beside it "
+    "as NAME.runlog.jsonl); more may follow."
+)
 
 DirArg = Annotated[Path, typer.Argument(help="Cassette directory.")]
 JsonOpt = Annotated[bool, flag("--json", help=JSON_HELP)]
@@ -259,13 +262,12 @@ def prune(
     """Keep only the calls used by the given runs: `prune DIR --runs RUN_DIR [RUN_DIR...]`."""
     from tauproxy.errors import ConfigError
     from tauproxy.store.maintenance import prune as prune_cassette
-    from tauproxy.store.maintenance import sample_keys_used
 
     with _errors():
         run_dirs = [*(runs or []), *(more_runs or [])]
         if not run_dirs:
             raise ConfigError("give at least one --runs RUN_DIR whose calls to keep")
-        keep = sample_keys_used(run_dirs)
+        keep = set().union(*(_keys_used_by(path) for path in run_dirs))
         if not keep:
             raise ConfigError("the given runs used no recorded calls; refusing to prune every call")
         cassette = _open(directory)
@@ -275,6 +277,27 @@ def prune(
         _print_json({"before": before, "removed": removed, "kept": len(cassette)})
         return
     _out.print(f"pruned {removed} of {before} calls; {len(cassette)} kept", markup=False)
+
+
+def _keys_used_by(run: Path) -> set[str]:
+    """The sample keys a run used: its results' call records, plus every call its serve run log
+    answered (judge calls join no message, yet the run needs them replayed)."""
+    from tauproxy.errors import ConfigError
+    from tauproxy.results.load import is_tau2_file, results_file_of
+    from tauproxy.results.run_log import logged_sample_keys, read_run_log, run_log_beside, run_log_path_for
+    from tauproxy.store.maintenance import sample_keys_used
+
+    log = run_log_beside(results_file_of(run))
+    logged = logged_sample_keys(read_run_log(log)) if log is not None else set()
+    if is_tau2_file(run):
+        if log is None:
+            # Its calls are unknown: pruning by it would drop every call it replayed.
+            raise ConfigError(
+                f"{run}: a τ²-bench file records no model calls; put the `tauproxy serve --run-log` of that "
+                f"run beside it as {run_log_path_for(results_file_of(run)).name} to prune by it"
+            )
+        return logged
+    return sample_keys_used([run]) | logged
 
 
 @app.command("compact")

@@ -2,7 +2,9 @@
 
 Every failure to judge the run is 125 so that `git bisect run` skips the commit instead of
 blaming it: a missing or unreadable file, an unknown metric, no task in common, or a run that is
-mostly infrastructure errors. A real regression is always 1, never 125.
+mostly infrastructure errors. A real regression is always 1, never 125. Either side may be a
+τ²-bench simulations file (read as `report` reads it), so `git bisect run` works over a τ²-based
+agent's repository too.
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ from typing import Annotated
 import typer
 
 from tauproxy_cli.flag import flag
+from tauproxy_cli.run_input import RUN_ARGUMENT
 
 GOOD, BAD, CANNOT_TEST = 0, 1, 125
 
 
 def check_command(
-    run: Annotated[Path, typer.Argument(help="Run directory or results.json to judge.")],
+    run: Annotated[Path, typer.Argument(help=f"The run to judge ({RUN_ARGUMENT}).")],
     baseline: Annotated[Path | None, typer.Option(
-        "--baseline", help="Run directory or results.json of the known-good run.")] = None,
+        "--baseline", help=f"The known-good run ({RUN_ARGUMENT}).")] = None,
     max_drop: Annotated[float, typer.Option(
         "--max-drop", help="Largest allowed drop of the metric below the baseline.")] = 0.05,
     metric: Annotated[str, typer.Option(
@@ -32,7 +35,7 @@ def check_command(
 
     from tauproxy.errors import TauproxyError
     from tauproxy.reports.regression import Verdict, check_metric, compare_scores
-    from tauproxy.results.run_dir import load_results
+    from tauproxy.results.load import load_any_results
     from tauproxy_cli.output import error, out_console, print_json
 
     # Options are validated here rather than by typer: a usage error exits 2, which
@@ -41,7 +44,7 @@ def check_command(
         if baseline is None:
             raise TauproxyError("--baseline is required")
         check_metric(metric)
-        result = compare_scores(load_results(run), load_results(baseline), metric, max_drop)
+        result = compare_scores(load_any_results(run), load_any_results(baseline), metric, max_drop)
     except (TauproxyError, ValueError) as exc:  # ValueError: a results file that is not UTF-8
         error(f"cannot test: {exc}")
         if json_output:

@@ -8,21 +8,22 @@ from typing import Annotated
 import typer
 
 from tauproxy_cli.flag import flag
+from tauproxy_cli.run_input import RUN_ARGUMENT
 
 
 def diff_command(
-    a: Annotated[Path, typer.Argument(help="The earlier run (directory or results.json).")],
-    b: Annotated[Path, typer.Argument(help="The later run (directory or results.json).")],
+    a: Annotated[Path, typer.Argument(help=f"The earlier run ({RUN_ARGUMENT}).")],
+    b: Annotated[Path, typer.Argument(help=f"The later run ({RUN_ARGUMENT}).")],
     cassette: Annotated[list[Path] | None, typer.Option(
         "--cassette", help="Cassette holding the runs' calls, for exact request diffs (repeatable).")] = None,
     json_output: Annotated[bool, flag("--json", help="Print the diff as JSON.")] = False,
 ) -> None:
     """Per-task pass counts in A vs B, and for each flipped trial its first divergence and cause."""
     from tauproxy.reports.run_diff import diff_runs, render_diff
-    from tauproxy.results.run_dir import load_results
+    from tauproxy.results.load import load_any_results
     from tauproxy_cli.output import print_json
 
-    diff = diff_runs(load_results(a), load_results(b), cassette or [])
+    diff = diff_runs(load_any_results(a), load_any_results(b), cassette or [])
     if json_output:
         print_json(diff.model_dump(mode="json"))
     else:

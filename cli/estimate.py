@@ -10,6 +10,7 @@ import typer
 
 from tauproxy_cli.flag import flag
 from tauproxy_cli.run_flags import RunFlags
+from tauproxy_cli.run_input import RUN_ARGUMENT
 from tauproxy_cli.run_options import with_run_options
 
 
@@ -17,7 +18,7 @@ from tauproxy_cli.run_options import with_run_options
 def estimate_command(
     flags: RunFlags,
     history: Annotated[
-        list[Path] | None, typer.Option("--history", help="Earlier run directories of this domain.")
+        list[Path] | None, typer.Option("--history", help=f"Earlier runs of this domain (each a {RUN_ARGUMENT}).")
     ] = None,
     json_output: Annotated[bool, flag("--json", help="Print the estimate as JSON.")] = False,
 ) -> None:

@@ -1,7 +1,9 @@
 """`tauproxy report RUN [RUN ...]`: pass^k with intervals, rewards, terminations, cost and the grid.
 
 Several runs (tauproxy run directories, results.json files or τ²-bench simulations files) are
-merged trial by trial before reporting.
+merged trial by trial before reporting. A run made by another harness through `tauproxy serve`
+shows live against replayed calls, cost and roles when its serve run log joins on (`--run-log`, or
+NAME.runlog.jsonl beside NAME.json).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tauproxy_cli.flag import flag
+from tauproxy_cli.run_input import RUN_ARGUMENT, RUN_LOG_HELP
 
 if TYPE_CHECKING:
     from tauproxy.data_model.result import Results
@@ -24,9 +27,7 @@ class ReportFormat(StrEnum):
 
 
 def report_command(
-    runs: Annotated[list[Path], typer.Argument(
-        help="Run directory, results.json or τ²-bench simulations file (several are merged)."
-    )],
+    runs: Annotated[list[Path], typer.Argument(help=f"A {RUN_ARGUMENT} (several are merged).")],
     json_output: Annotated[bool, flag("--json", help="Print the report as JSON.")] = False,
     output_format: Annotated[ReportFormat, typer.Option(
         "--format", help="table: the report; tau2: the results in τ²-bench's simulations-file shape."
@@ -34,6 +35,7 @@ def report_command(
     html: Annotated[Path | None, typer.Option(
         "--html", help="Also write a self-contained HTML report to this file."
     )] = None,
+    run_log: Annotated[Path | None, typer.Option("--run-log", help=RUN_LOG_HELP)] = None,
 ) -> None:
     """Report pass^1..pass^k with 95% intervals, rewards, terminations, calls and cost."""
     from tauproxy.errors import ConfigError
@@ -46,11 +48,15 @@ def report_command(
         raise ConfigError("--json and --format tau2 both choose what is printed; give one of them")
     from tauproxy.reports.load import split_solo
 
+    if run_log is not None and len(runs) > 1:
+        # Which of several runs a log belongs to is not for us to guess; beside its file it is clear.
+        raise ConfigError("--run-log joins onto one run; with several runs, put each run's log beside "
+                          "its results file as NAME.runlog.jsonl")
     dual, solo = split_solo(runs)
     if dual is not None and solo is not None:
         _print_coordination(dual, solo, json_output)
         return
-    results = load_runs(runs)
+    results = load_runs(runs, run_log)
     summary = summarize(results)
     if html is not None:
         from tauproxy.reports.html import render_html

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -48,7 +49,7 @@ def model_line(model: ModelInfo) -> str:
 def _print_header(console: Console, summary: ReportSummary) -> None:
     seeds = ", ".join(str(s) for s in summary.trial_seeds)
     console.print(
-        f"[bold]{summary.domain}[/]  tauproxy {summary.tauproxy_version}  "
+        f"[bold]{escape(summary.domain)}[/]  {escape(summary.made_by)}  "
         f"domain sha256 {summary.domain_sha256[:12]}  seed {summary.seed} (trials: {seeds})",
         soft_wrap=True,
     )
@@ -133,6 +134,23 @@ def _split_table(
 
 def _print_costs(console: Console, summary: ReportSummary) -> None:
     cost, calls = summary.cost, summary.calls
+    if calls.live or calls.replayed:
+        _print_recorded_costs(console, summary)
+    else:
+        # No call records at all (a τ²-bench file without its run log): live against replayed is
+        # unknown, and a table of zero calls would read as $0 spent.
+        console.print("calls: none recorded, so live or replayed is unknown")
+    unattributed = cost.unattributed
+    if unattributed.simulations:
+        roles = ", ".join(f"{role} {money(usd)}" for role, usd in unattributed.by_role.items())
+        console.print(
+            f"{unattributed.simulations} trials without call records (live or replayed unknown): {roles}"
+        )
+    console.print(f"prices: {summary.price_source or 'unknown'}")
+
+
+def _print_recorded_costs(console: Console, summary: ReportSummary) -> None:
+    cost, calls = summary.cost, summary.calls
     totals = CostSplit(live_usd=cost.live_usd, replayed_usd=cost.replayed_usd, live=cost.live, replayed=cost.replayed)
     console.print(_split_table("cost by role: live (spent) vs replayed (saved)", cost.by_role, "role",
                                total=totals))
@@ -146,13 +164,6 @@ def _print_costs(console: Console, summary: ReportSummary) -> None:
     if by_task:
         more = f" (top {MAX_TASK_ROWS} of {len(by_task)}; all in --json)" if len(by_task) > MAX_TASK_ROWS else ""
         console.print(_split_table(f"by task{more}", by_task, "task", MAX_TASK_ROWS))
-    unattributed = cost.unattributed
-    if unattributed.simulations:
-        roles = ", ".join(f"{role} {money(usd)}" for role, usd in unattributed.by_role.items())
-        console.print(
-            f"{unattributed.simulations} trials without call records (live or replayed unknown): {roles}"
-        )
-    console.print(f"prices: {summary.price_source or 'unknown'}")
 
 
 def grid_cell(cell: GridCell) -> Text:

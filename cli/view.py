@@ -15,24 +15,26 @@ from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import SimulationRun
 from tauproxy_cli.flag import flag
 from tauproxy_cli.output import out_console, print_json
+from tauproxy_cli.run_input import RUN_ARGUMENT, RUN_LOG_HELP
 
 ROLE_STYLES = {"assistant": "cyan", "user": "green", "tool": "yellow", "system": "magenta"}
 SOURCE_LABELS = {"live": "live", "replay": "replayed"}
 
 
 def view_command(
-    run: Annotated[Path, typer.Argument(help="Run directory, results.json or τ²-bench simulations file.")],
+    run: Annotated[Path, typer.Argument(help=f"The run to read ({RUN_ARGUMENT}).")],
     task: Annotated[str | None, typer.Option("--task", help="Task id (default: first failing one).")] = None,
     trial: Annotated[int | None, typer.Option("--trial", help="Trial number of --task.")] = None,
     json_output: Annotated[bool, flag("--json", help="Print the trajectory as JSON.")] = False,
+    run_log: Annotated[Path | None, typer.Option("--run-log", help=RUN_LOG_HELP)] = None,
 ) -> None:
     """Show one trajectory: messages, tool calls and results, reward checks, and every model call."""
     from tauproxy.reports.grid import call_source, trial_grid
-    from tauproxy.reports.load import load_any_results
-    from tauproxy.reports.provenance import task_order
     from tauproxy.reports.trajectory import select_trial
+    from tauproxy.results.load import load_any_results
+    from tauproxy.results.provenance import task_order
 
-    results = load_any_results(run)
+    results = load_any_results(run, run_log)
     chosen = select_trial(results, task, trial)
     if json_output:
         print_json({"source": call_source(chosen), **chosen.model_dump(mode="json")})

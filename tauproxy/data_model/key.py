@@ -14,6 +14,7 @@ IN the key (anything that can change the output):
 
 NOT in the key (EXCLUDED_PARAMS; none of them changes what the model says):
     api_key, api_base, base_url, api_version, organization   where and as whom the call goes
+    aws_*, vertex_credentials, authorization                  provider credentials: secrets, never stored
     headers, extra_headers                                     transport detail, may hold secrets
     timeout, request_timeout, num_retries, max_retries         how long and how often to try
     metadata, user, stream, stream_options                    bookkeeping; a stream is recorded
@@ -54,6 +55,11 @@ EXCLUDED_PARAMS: frozenset[str] = frozenset(
         "num_retries",
         "max_retries",
         "metadata",
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "aws_session_token",
+        "vertex_credentials",
+        "authorization",
         "user",
         "stream",
         "stream_options",
@@ -215,15 +221,19 @@ class Occurrences:
             self._returned.setdefault((identity.scope, identity.key), set()).add(identity.occurrence)
 
 
-def identify(wire: dict[str, Any], scope: TrialScope, occurrences: Occurrences) -> tuple[SampleIdentity, int]:
+def identify(
+    wire: dict[str, Any], scope: TrialScope, occurrences: Occurrences | None
+) -> tuple[SampleIdentity, int]:
     """The sample identity of a request body (without connection settings) and its call index.
 
-    Claims the request's next occurrence in `scope` now: callers identify each call exactly once,
-    in the order the calls are made.
+    With `occurrences`, claims the request's next occurrence in `scope` now: callers identify each
+    call exactly once, in the order the calls are made. Without (a caller that cannot say which
+    trial a call belongs to, such as `serve` without a scope header), every identical request is
+    occurrence 0: one sample per distinct request, whatever order requests arrive in.
     """
     key = request_key(wire)
     seed = seed_of(wire)
-    slot = occurrences.take(scope, key)
+    slot = occurrences.take(scope, key) if occurrences is not None else CallSlot(0, 0)
     identity = SampleIdentity(
         key=key,
         seed=seed,

@@ -141,6 +141,8 @@ def load_tasks(path: Path) -> list[Task]:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DomainError(f"{path}: no such tasks file") from None
+    except (OSError, UnicodeDecodeError) as exc:  # a directory, no permission, not UTF-8
+        raise DomainError(f"{path}: cannot read the tasks file: {getattr(exc, 'strerror', None) or exc}") from None
     except json.JSONDecodeError as exc:
         raise DomainError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
     if isinstance(raw, dict) and "tasks" in raw:

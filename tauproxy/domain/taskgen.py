@@ -20,7 +20,10 @@ def generate_tasks(domain: str, seed: int, n: int) -> list[Task]:
         module = importlib.import_module(f"{package}.taskgen")
     except ModuleNotFoundError:
         raise DomainError(f"{pack.root}: domain {pack.name!r} has no taskgen.py task generator") from None
-    raw = module.generate_tasks(seed=seed, n=n)
+    try:
+        raw = module.generate_tasks(seed=seed, n=n)
+    except (RuntimeError, ValueError) as exc:  # e.g. more tasks asked for than the DB can back
+        raise DomainError(f"domain {pack.name!r} cannot generate {n} tasks with seed {seed}: {exc}") from None
     try:
         return TypeAdapter(list[Task]).validate_python(raw)
     except ValidationError as exc:
@@ -29,4 +32,7 @@ def generate_tasks(domain: str, seed: int, n: int) -> list[Task]:
 
 def write_tasks(tasks: list[Task], path: Path) -> None:
     data = [task.model_dump(mode="json", exclude_none=True) for task in tasks]
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    try:
+        path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise DomainError(f"--out {path}: cannot write: {exc.strerror or exc}") from None

@@ -35,5 +35,8 @@ class LLMConfig(BaseModel):
         return ConnectionSettings(**values)
 
     def info(self, system_prompt_sha256: str | None = None, implementation: str | None = None) -> ModelInfo:
-        return ModelInfo(llm=self.model, llm_args=redact_llm_args(self.args),
+        """The role as run.json and results.json record it: the args every request carries, never the
+        connection settings (where and how long to call changes no answer, so changing them must not
+        block a resume), nor anything secret."""
+        return ModelInfo(llm=self.model, llm_args=redact_llm_args(self.params(seed=None)),
                          system_prompt_sha256=system_prompt_sha256, implementation=implementation)

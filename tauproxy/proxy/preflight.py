@@ -37,7 +37,8 @@ def check_model(role: str, model: str, connection: ConnectionSettings, live: boo
             from tauproxy.proxy.local import _llama_cpp, model_spec
 
             model_spec(model)
-            _llama_cpp()
+            if live:  # a replay of a local model needs no llama.cpp
+                _llama_cpp()
         elif live:
             _check_provider(model, connection)
     except ConfigError as exc:

@@ -13,9 +13,9 @@ import importlib.util
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from tauproxy.data_model.call import Cost, ModelCall, Usage
 from tauproxy.errors import ConfigError
@@ -25,10 +25,14 @@ FREE_PREFIXES = ("scripted/", "local/")
 LITELLM_MAP_FILE = "model_prices_and_context_window_backup.json"
 
 
+# A price is USD per token: never negative (a negative price would hide spend from --max-cost), never NaN.
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
 class ModelPrice(BaseModel):
-    input_cost_per_token: float
-    output_cost_per_token: float
-    cache_read_input_token_cost: float | None = None
+    input_cost_per_token: Price
+    output_cost_per_token: Price
+    cache_read_input_token_cost: Price | None = None
 
 
 class PriceAlias(BaseModel):
@@ -168,6 +172,7 @@ def load_price_file(path: Path) -> tuple[dict[str, ModelPrice | PriceAlias], str
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "price"
-            raise ConfigError(f"{path}: model {model!r}, field {field}: {first['msg']}") from None
+            got = f" (got {first['input']!r})" if field != "price" else ""
+            raise ConfigError(f"{path}: model {model!r}, field {field}: {first['msg']}{got}") from None
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     return prices, f"prices file {path.name}@{digest}"

@@ -16,6 +16,7 @@ first run and its replay see the same answers.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from tauproxy.data_model.call import Cost, ModelCall
@@ -55,13 +56,20 @@ class CassetteTransport:
         self._live = live
         self._pricing = pricing
         self._recorder: Recorder = recorder if recorder is not None else self._append
+        # Single flight: concurrent calls of one sample key (possible only when callers share sample
+        # identities, as serve's clients without a scope header do) send one live call; the others
+        # wait and replay it. In record mode, what this layer recorded is replayed too, so one run
+        # never holds two different answers to one sample.
+        self._lock = threading.Lock()
+        self._in_flight: dict[str, threading.Event] = {}
+        self._fresh: set[str] = set()
 
     def _append(self, recording: CallRecording) -> None:
         self.cassette.record(recording)
 
     def replay(self, call: ModelCall) -> Completion | None:
         """The recorded answer to `call`, or None. Cheap: an index lookup, no I/O."""
-        if not self.mode.looks_up:
+        if not self.mode.looks_up and call.sample_key not in self._fresh:
             return None
         entry = self.cassette.lookup(call.sample_key)
         if entry is None:
@@ -75,11 +83,28 @@ class CassetteTransport:
         )
 
     def complete(self, call: ModelCall) -> Completion:
-        replayed = self.replay(call)
-        if replayed is not None:
-            return replayed
-        if self._live is None:
-            raise ReplayMissError(self.miss_report(call))
+        while True:
+            replayed = self.replay(call)
+            if replayed is not None:
+                return replayed
+            if self._live is None:
+                raise ReplayMissError(self.miss_report(call))
+            with self._lock:
+                leader = self._in_flight.get(call.sample_key)
+                if leader is None:
+                    done = self._in_flight[call.sample_key] = threading.Event()
+            if leader is None:
+                break
+            leader.wait()  # then replay what it recorded, or, if it failed, try ourselves
+        try:
+            return self._go_live(call)
+        finally:
+            with self._lock:
+                del self._in_flight[call.sample_key]
+            done.set()
+
+    def _go_live(self, call: ModelCall) -> Completion:
+        assert self._live is not None
         completion = self._live.complete(call)
         cost = self._pricing.call_cost(call, completion.usage)
         recording = CallRecording.of(call, completion, cost)
@@ -92,6 +117,7 @@ class CassetteTransport:
                 f"cassette {self.cassette.directory} is not writable ({exc}); stopping so that no further "
                 "paid answer goes unrecorded: fix it and rerun the same command to resume"
             ) from None
+        self._fresh.add(call.sample_key)
         return Completion(
             body=self.cassette.replay_form(recording),
             source="live",
@@ -108,6 +134,7 @@ class CassetteTransport:
             trial=call.scope.trial,
             role=call.role,
             call_index=call.call_index,
+            occurrence=call.identity.occurrence,
         )
 
     def close(self) -> None:

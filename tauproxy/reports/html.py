@@ -98,7 +98,7 @@ def _header(summary: ReportSummary, results: Results) -> str:
     facts = [
         *[(role, _model(model)) for role, model in summary.models.by_role()],
         ("price source", summary.price_source or "unknown"),
-        ("tauproxy version", summary.tauproxy_version),
+        ("made by", summary.made_by),
         ("domain", summary.domain),
         ("domain content sha256", summary.domain_sha256),
         ("seeds", f"run seed {summary.seed}; trial seeds {seeds}"),

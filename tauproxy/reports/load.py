@@ -1,43 +1,22 @@
-"""Load what a report is pointed at: a tauproxy run, a τ²-bench simulations file, or several merged."""
+"""Load what a report is pointed at: one run as every command reads it, or several merged."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from tauproxy.errors import ConfigError
 from tauproxy.reports.merge import merge_results
-from tauproxy.reports.provenance import SourcedResults
-from tauproxy.reports.tau2 import is_tau2_document, tau2_to_results
-from tauproxy.results.run_dir import RESULTS_FILE, load_results
+from tauproxy.results.load import load_any_results
+from tauproxy.results.provenance import SourcedResults
 
 
-def load_any_results(path: Path) -> SourcedResults:
-    """A run directory, a tauproxy results.json or a τ²-bench simulations file, told apart by content."""
-    file = path / RESULTS_FILE if path.is_dir() else path
-    if not file.exists():
-        raise ConfigError(f"{path}: no such file" if not path.is_dir() else f"{path}: no {RESULTS_FILE} here")
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{file}: cannot read: {exc}") from None
-    if is_tau2_document(data):
-        return tau2_to_results(data, source=str(path))
-    if isinstance(data, dict) and isinstance(data.get("metrics"), dict) and "pass_at_k" in data["metrics"]:
-        raise ConfigError(
-            f"{file}: this is τ²-bench's metrics file; pass the simulations file next to it "
-            f"({file.name.removesuffix('_results.json')}.json)"
-        )
-    results = load_results(file)  # one place words the errors of a malformed tauproxy file
-    return SourcedResults(timestamp=results.timestamp, info=results.info, tasks=results.tasks,
-                          simulations=results.simulations, origin="tauproxy", sources=[str(path)])
-
-
-def load_runs(paths: list[Path]) -> SourcedResults:
-    """One input as it is; several merged by (task, seed)."""
+def load_runs(paths: list[Path], run_log: Path | None = None) -> SourcedResults:
+    """One input as it is (with `run_log` joined on, when given); several merged by (task, seed)."""
     if not paths:
         raise ConfigError("give at least one run directory or results file")
-    loaded = [load_any_results(path) for path in paths]
+    if run_log is not None and len(paths) > 1:
+        raise ConfigError("a run log joins onto one run; with several, put each beside its results file")
+    loaded = [load_any_results(path, run_log) for path in paths]
     if len(loaded) == 1:
         return loaded[0]
     return merge_results(loaded, sources=[str(path) for path in paths])

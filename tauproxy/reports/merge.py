@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from tauproxy.data_model.result import Results, SimulationRun
 from tauproxy.data_model.task import Task
 from tauproxy.errors import ConfigError
-from tauproxy.reports.provenance import SourcedResults, notes_of, sources_of, task_order
+from tauproxy.results.provenance import (
+    SourcedResults,
+    made_by_of,
+    notes_of,
+    observed_calls_of,
+    sources_of,
+    task_order,
+)
 
 
 def merge_results(results: Sequence[Results], sources: list[str] | None = None) -> SourcedResults:
@@ -65,6 +72,9 @@ def merge_results(results: Sequence[Results], sources: list[str] | None = None) 
         sources=names,
         task_ids=list(by_task),
         notes=list(OrderedDict.fromkeys(notes + _differences(results, names))),
+        made_by=made_by_of(first),
+        # Keyed by simulation id, which renumbering keeps for foreign (uuid) ids; ours carry none.
+        observed_calls={sim_id: calls for r in results for sim_id, calls in observed_calls_of(r).items()},
     )
 
 

@@ -25,7 +25,7 @@ from tauproxy.reports.metrics import (
     task_counts,
     termination_counts,
 )
-from tauproxy.reports.provenance import Origin, notes_of, origin_of, sources_of, task_order
+from tauproxy.results.provenance import Origin, made_by_of, notes_of, origin_of, sources_of, task_order
 
 
 def _nan_as_null(value: float) -> float | None:
@@ -88,6 +88,8 @@ class ReportSummary(BaseModel):
     origin: Origin
     sources: list[str]
     notes: list[str]
+    # What wrote the results, for headers: "tauproxy 0.1.0", or "τ²-bench (git 1a2b3c)" for its files.
+    made_by: str
 
 
 def summarize(results: Results) -> ReportSummary:
@@ -124,6 +126,7 @@ def summarize(results: Results) -> ReportSummary:
         origin=origin_of(results),
         sources=sources_of(results),
         notes=notes_of(results),
+        made_by=made_by_of(results),
     )
 
 

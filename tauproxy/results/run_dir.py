@@ -1,9 +1,15 @@
 """A run directory: `simulations.jsonl` grows one finished trial per line (so a crash or Ctrl-C loses
 nothing finished, and `--save-to` resumes), and `results.json` is written whole at the end.
 
-    RUN_DIR/run.json           the run's settings (RunInfo)
+    RUN_DIR/run.json           the run's settings (RunInfo), written when the run starts
+    RUN_DIR/tasks.json         the run's tasks, written when the run starts
     RUN_DIR/simulations.jsonl  one SimulationRun per line, in finishing order
     RUN_DIR/results.json       Results, simulations sorted by task order then trial
+
+results.json exists only for a run that ended: starting (or resuming) a run removes it. A directory
+without it is a run that was cut short, and reads as what it saved (`ResultsDir.partial_results`),
+which is why run.json and tasks.json are written up front. Connection settings are never part of
+run.json (engine/llm_config.py keeps them out), so changing them never blocks a resume.
 """
 
 from __future__ import annotations
@@ -14,18 +20,23 @@ import threading
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from tauproxy.data_model.result import Results, RunInfo, SimulationRun
+from tauproxy.data_model.key import EXCLUDED_PARAMS
+from tauproxy.data_model.result import Results, RunInfo, SimulationRun, TerminationReason
 from tauproxy.data_model.task import Task
 from tauproxy.errors import ConfigError
 
 RESULTS_FILE = "results.json"
 SIMULATIONS_FILE = "simulations.jsonl"
 RUN_INFO_FILE = "run.json"
+TASKS_FILE = "tasks.json"
 # Settings that may differ when a run is resumed: they do not change what a trial is.
 _RESUMABLE_DIFFERENCES = {"num_trials", "trial_seeds", "cassette", "record_mode", "price_source"}
+_ROLES = ("agent_info", "user_info", "judge_info")
+_TASK_LIST = TypeAdapter(list[Task])
 
 
 def utc_now() -> str:
@@ -37,21 +48,31 @@ class ResultsDir:
         self.path = path
         self._lock = threading.Lock()
 
-    def prepare(self, info: RunInfo) -> dict[str, SimulationRun]:
-        """Create the directory, or check it holds the same run; return the trials already finished."""
-        self.path.mkdir(parents=True, exist_ok=True)
+    def prepare(self, info: RunInfo, tasks: list[Task] | None = None) -> dict[str, SimulationRun]:
+        """Create the directory, or check it holds the same run; return the trials already finished.
+
+        `tasks` are saved to tasks.json so that the run can be reported should it never end."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--save-to {self.path}: cannot create the run directory: {exc.strerror or exc}") from None
         info_path = self.path / RUN_INFO_FILE
         if info_path.exists():
             self._check_same_run(info_path, info)
+        # From here on an earlier results.json no longer describes the directory: were this run cut
+        # short, a report would read the old file and miss every trial saved since.
+        (self.path / RESULTS_FILE).unlink(missing_ok=True)
         _atomic_write(info_path, info.model_dump_json(indent=2))
+        if tasks is not None:
+            _atomic_write_parts(self.path / TASKS_FILE, _tasks_json_parts(tasks))
         return self.finished()
 
     def _check_same_run(self, info_path: Path, info: RunInfo) -> None:
         try:
-            old = RunInfo.model_validate_json(info_path.read_text(encoding="utf-8"))
-        except (OSError, ValidationError) as exc:
+            old = RunInfo.model_validate_json(read_text(info_path))
+        except ValidationError as exc:
             raise ConfigError(f"{info_path}: cannot read the earlier run's settings: {exc}") from None
-        old_dump, new_dump = old.model_dump(mode="json"), info.model_dump(mode="json")
+        old_dump, new_dump = _comparable(old), _comparable(info)
         changed = [k for k in new_dump if k not in _RESUMABLE_DIFFERENCES and old_dump.get(k) != new_dump[k]]
         if changed:
             raise ConfigError(
@@ -60,27 +81,17 @@ class ResultsDir:
             )
 
     def finished(self) -> dict[str, SimulationRun]:
-        path = self.path / SIMULATIONS_FILE
-        done: dict[str, SimulationRun] = {}
-        if not path.exists():
-            return done
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                run = SimulationRun.model_validate_json(line)
-            except ValidationError:
-                continue  # a line cut by a crash: that trial simply runs again
-            if run.termination_reason != "infrastructure_error":
-                done[run.id] = run
-        return done
+        """The trials saved with an outcome; an infrastructure error is no outcome, so it runs again."""
+        return {run_id: run for run_id, run in self._latest().items() if not _is_infrastructure_error(run)}
 
     def append(self, run: SimulationRun) -> None:
-        line = run.model_dump_json() + "\n"
+        payload = (run.model_dump_json() + "\n").encode("utf-8")
         with self._lock:
-            fd = os.open(self.path / SIMULATIONS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path / SIMULATIONS_FILE, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, line.encode())
+                if _ends_cut(fd):
+                    payload = b"\n" + payload  # a crash cut the last line: never glue a record onto it
+                _write_all(fd, payload)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -89,6 +100,150 @@ class ResultsDir:
         results = Results(timestamp=utc_now(), info=info, tasks=tasks, simulations=runs)
         _atomic_write_parts(self.path / RESULTS_FILE, results_json_parts(results))
         return results
+
+    def partial_results(self) -> Results:
+        """The results of a run that did not end (killed, Ctrl-C, a crash), from what it saved.
+
+        The simulations are the ones results.json would list (the run's tasks x its trials, each
+        trial's last saved record, sorted by task order then trial); the timestamp is when the last
+        one was saved. Nothing is written. Needs run.json; without tasks.json (a run started before
+        it was written) the tasks are empty and every saved task counts, in the order first saved.
+        """
+        info = self._read_info()
+        tasks = self._read_tasks()
+        runs = _in_plan_order(list(self._latest().values()), info, tasks)
+        return Results(timestamp=self._saved_at(), info=info, tasks=tasks, simulations=runs)
+
+    def _read_info(self) -> RunInfo:
+        path = self.path / RUN_INFO_FILE
+        if not path.exists():
+            raise ConfigError(f"{self.path}: no {RESULTS_FILE} or {RUN_INFO_FILE} here")
+        try:
+            return RunInfo.model_validate_json(read_text(path))
+        except ValidationError as exc:
+            raise ConfigError(f"{path}: not a tauproxy run settings file ({_first_error(exc)})") from None
+
+    def _read_tasks(self) -> list[Task]:
+        path = self.path / TASKS_FILE
+        if not path.exists():
+            return []
+        try:
+            return _TASK_LIST.validate_json(read_text(path))
+        except ValidationError as exc:
+            raise ConfigError(f"{path}: not a tauproxy tasks file ({_first_error(exc)})") from None
+
+    def _saved_at(self) -> str | None:
+        for name in (SIMULATIONS_FILE, RUN_INFO_FILE):
+            try:
+                mtime = (self.path / name).stat().st_mtime
+            except OSError:
+                continue
+            return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds")
+        return None
+
+    def _latest(self) -> dict[str, SimulationRun]:
+        """Each trial's last saved record, preferring one with an outcome to an infrastructure error."""
+        latest: dict[str, SimulationRun] = {}
+        for run in self._saved_runs():
+            kept = latest.get(run.id)
+            if kept is None or not _is_infrastructure_error(run) or _is_infrastructure_error(kept):
+                latest[run.id] = run
+        return latest
+
+    def _saved_runs(self) -> Iterator[SimulationRun]:
+        path = self.path / SIMULATIONS_FILE
+        if not path.exists():
+            return
+        try:
+            # A binary file splits on b"\n" only. str.splitlines would also split at U+2028, U+0085 and
+            # the other Unicode line breaks, which JSON leaves raw inside strings: a message holding one
+            # would cut its record in two, and that trial would run again on every resume.
+            with open(path, "rb") as handle:
+                for number, line in enumerate(handle, start=1):
+                    run = _parse_line(path, number, line)
+                    if run is not None:
+                        yield run
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _is_infrastructure_error(run: SimulationRun) -> bool:
+    return run.termination_reason is TerminationReason.INFRASTRUCTURE_ERROR
+
+
+def _comparable(info: RunInfo) -> dict[str, Any]:
+    """RunInfo as a resume compares it. A run.json written before connection settings were kept out of
+    it may still hold some (api_base, timeout, ...); they never change a trial, so they are dropped."""
+    dump = info.model_dump(mode="json")
+    for role in _ROLES:
+        args = dump[role]["llm_args"]
+        dump[role]["llm_args"] = {name: value for name, value in args.items() if name not in EXCLUDED_PARAMS}
+    return dump
+
+
+def _parse_line(path: Path, number: int, line: bytes) -> SimulationRun | None:
+    text = _decode_line(path, number, line)
+    if text is None or not text.strip():
+        return None
+    try:
+        return SimulationRun.model_validate_json(text)
+    except ValidationError:
+        return None  # a line cut by a crash: that trial simply runs again
+
+
+def _decode_line(path: Path, number: int, line: bytes) -> str | None:
+    """A line's text; None for a line cut inside a character (a crash), an error for any other bad byte
+    (no crash writes one: the file was damaged or edited, and skipping would hide it)."""
+    body = line.removesuffix(b"\n")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data" and exc.end == len(body):
+            return None
+        raise ConfigError(_not_utf8(path, number, exc.start + 1, body[exc.start])) from None
+
+
+def read_text(path: Path) -> str:
+    """A file's UTF-8 text; a byte that is not UTF-8 is a one-line error naming file:line."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(_not_utf8(path, line, exc.start - line_start + 1, data[exc.start])) from None
+
+
+def _not_utf8(path: Path, line: int, column: int, byte: int) -> str:
+    return f"{path}:{line}: not UTF-8 (byte 0x{byte:02x} at column {column}); the file is damaged"
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"])
+    return f"field {field}: {first['msg']}" if field else first["msg"]
+
+
+def _in_plan_order(runs: list[SimulationRun], info: RunInfo, tasks: list[Task]) -> list[SimulationRun]:
+    """The runs of the run's tasks x trials, in the order results.json lists them."""
+    order = [task.id for task in tasks] or list(dict.fromkeys(run.task_id for run in runs))
+    rank = {task_id: index for index, task_id in enumerate(order)}
+    planned = [run for run in runs if run.task_id in rank and run.trial < info.num_trials]
+    return sorted(planned, key=lambda run: (rank[run.task_id], run.trial))
+
+
+def _ends_cut(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def results_json_parts(results: Results) -> Iterator[str]:
@@ -108,6 +263,12 @@ def results_json_parts(results: Results) -> Iterator[str]:
     yield "\n  ]\n}\n"
 
 
+def _tasks_json_parts(tasks: list[Task]) -> Iterator[str]:
+    yield "[\n"
+    yield ",\n".join(f"  {task.model_dump_json()}" for task in tasks)
+    yield "\n]\n"
+
+
 def _atomic_write(path: Path, text: str) -> None:
     _atomic_write_parts(path, [text])
 
@@ -123,15 +284,13 @@ def _atomic_write_parts(path: Path, parts: Iterable[str]) -> None:
 
 
 def load_results(path: Path) -> Results:
-    """A results.json, or a run directory holding one (or only simulations.jsonl, for a cut run)."""
+    """A results.json, or a run directory: its results.json, or for a run cut short what it saved."""
+    if path.is_dir() and not (path / RESULTS_FILE).exists():
+        return ResultsDir(path).partial_results()
     file = path / RESULTS_FILE if path.is_dir() else path
     if not file.exists():
         raise ConfigError(f"{path}: no {RESULTS_FILE} here")
     try:
-        return Results.model_validate_json(file.read_text(encoding="utf-8"))
+        return Results.model_validate_json(read_text(file))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{file}: not a tauproxy results file (field {field}: {first['msg']})") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{file}: cannot read: {exc}") from None
+        raise ConfigError(f"{file}: not a tauproxy results file ({_first_error(exc)})") from None

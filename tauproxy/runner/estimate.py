@@ -5,7 +5,8 @@
 2. History (statistical): the rest of each trial is drawn from earlier runs of the domain — the
    same task's trials when the history has it, else any trial — with the calls beyond the replayed
    prefix costed at the TARGET models' prices and rescaled by tokeniser family. Many seeded draws
-   give the p50 and p90.
+   give the p50 and p90. A history run is anything `report` reads: a tauproxy run gives its call
+   records; a τ²-bench file, which keeps none, gives the calls its messages show (their usage).
 3. No history: a prior from the sizes of the policy, tools and instructions and a turns-per-task
    prior, labelled low-confidence.
 """
@@ -19,13 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from tauproxy.data_model.call import CallRecord, CallRole, ModelCall, Usage
+from tauproxy.data_model.call import CallRole, ModelCall, Usage
 from tauproxy.data_model.completion import Completion
-from tauproxy.data_model.result import SimulationRun
 from tauproxy.errors import ReplayMissError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
-from tauproxy.results.run_dir import load_results
+from tauproxy.results.load import load_any_results
+from tauproxy.results.provenance import observed_calls_of
 from tauproxy.runner.config import RunConfig
 from tauproxy.runner.prepared import PreparedRun
 from tauproxy.runner.run import prepare
@@ -108,13 +109,41 @@ def replayable_prefixes(run: PreparedRun, cassette: Path | None) -> dict[str, li
     return prefixes
 
 
+@dataclass(frozen=True)
+class _PastCall:
+    role: CallRole
+    model: str
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class _PastTrial:
+    task_id: str
+    calls: list[_PastCall]  # in call order
+
+
+def history_trials(paths: list[Path]) -> list[_PastTrial]:
+    """Each earlier trial with calls: its call records, else the calls its messages show (τ²-bench)."""
+    trials: list[_PastTrial] = []
+    for path in paths:
+        results = load_any_results(path)
+        observed = observed_calls_of(results)
+        for sim in results.simulations:
+            calls = [_PastCall(c.role, c.model, c.usage) for c in sorted(sim.calls, key=lambda c: c.index)]
+            if not calls:
+                calls = [_PastCall(o.role, o.model, o.usage) for o in observed.get(sim.id, [])]
+            if calls:
+                trials.append(_PastTrial(sim.task_id, calls))
+    return trials
+
+
 class _Coster:
     def __init__(self, config: RunConfig, pricing: Pricing) -> None:
         self.models = {"agent": config.agent.model, "user": config.user.model, "judge": config.judge.model}
         self.pricing = pricing
         self.unknown: set[str] = set()
 
-    def call(self, call: CallRecord) -> tuple[int, float | None]:
+    def call(self, call: _PastCall) -> tuple[int, float | None]:
         target = self.models[call.role]
         scale = TOKENISER_FAMILIES[tokeniser_family(target)] / TOKENISER_FAMILIES[tokeniser_family(call.model)]
         usage = Usage(
@@ -133,7 +162,7 @@ def estimate(config: RunConfig, history: list[Path], cassette: Path | None, seed
     run = prepare(plan_config)
     prefixes = replayable_prefixes(run, cassette)
     coster = _Coster(config, run.pricing)
-    past = [sim for path in history for sim in load_results(path).simulations if sim.calls]
+    past = history_trials(history)
     result = _from_history(run.specs, past, prefixes, coster, seed) if past else _from_prior(run, prefixes, coster)
     result.price_source = run.pricing.source
     result.unknown_price_models = sorted(coster.unknown)
@@ -156,18 +185,18 @@ Prefixes = dict[str, list[tuple[CallRole, Usage, str]]]
 
 
 def _from_history(
-    specs: list[TrialSpec], past: list[SimulationRun], prefixes: Prefixes, coster: _Coster, seed: int
+    specs: list[TrialSpec], past: list[_PastTrial], prefixes: Prefixes, coster: _Coster, seed: int
 ) -> Estimate:
-    by_task: dict[str, list[SimulationRun]] = defaultdict(list)
-    for sim in past:
-        by_task[sim.task_id].append(sim)
+    by_task: dict[str, list[_PastTrial]] = defaultdict(list)
+    for trial in past:
+        by_task[trial.task_id].append(trial)
     # Per history trial and role, totals of the calls beyond a given replayed prefix length.
     rng = np.random.default_rng(seed)
     totals = {role: np.zeros((DRAWS, 3)) for role in ROLES}  # calls, tokens, cost
     for spec in specs:
         pool = by_task.get(spec.task.id) or past
         skip = len(prefixes.get(spec.run_id, []))
-        table = np.array([_trial_totals(sim, skip, coster) for sim in pool])  # (pool, roles, 3)
+        table = np.array([_trial_totals(trial, skip, coster) for trial in pool])  # (pool, roles, 3)
         picks = rng.integers(0, len(pool), size=DRAWS)
         for r, role in enumerate(ROLES):
             totals[role] += table[picks, r, :]
@@ -186,9 +215,9 @@ def _from_history(
     return est
 
 
-def _trial_totals(sim: SimulationRun, skip: int, coster: _Coster) -> list[list[float]]:
+def _trial_totals(trial: _PastTrial, skip: int, coster: _Coster) -> list[list[float]]:
     rows = {role: [0.0, 0.0, 0.0] for role in ROLES}
-    for call in sorted(sim.calls, key=lambda c: c.index)[skip:]:
+    for call in trial.calls[skip:]:
         tokens, cost = coster.call(call)
         row = rows[call.role]
         row[0] += 1

@@ -21,13 +21,13 @@ from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.preflight import check_model
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.results.run_dir import RESULTS_FILE, SIMULATIONS_FILE, ResultsDir, utc_now
-from tauproxy.store.format import CALLS_FILE
-from tauproxy.runner.config import RunConfig
+from tauproxy.runner.config import RunConfig, check_trial_plan
 from tauproxy.runner.executor import RunStop, run_pending
 from tauproxy.runner.executors import check_executor, open_executor
 from tauproxy.runner.prepared import PreparedRun, ProgressCallback
 from tauproxy.runner.stack import build_transport, transport_warnings
 from tauproxy.runner.trial import TrialSpec
+from tauproxy.store.format import CALLS_FILE
 
 
 def trial_seeds(run_seed: int, num_trials: int) -> list[int]:
@@ -111,12 +111,13 @@ def prepare(config: RunConfig) -> PreparedRun:
     check_executor(config)
     pack = load_pack(config.domain, config.tasks_file)
     tasks = select_tasks(pack, config)
+    check_trial_plan(config, len(tasks))  # before anything per trial is built
     check_models(config, tasks)
     seeds = trial_seeds(config.seed, config.num_trials)
     pricing = Pricing.from_file(config.prices)
     info = run_info(pack, config, seeds, pricing)
     results_dir = ResultsDir(config.save_to) if config.save_to else None
-    finished = results_dir.prepare(info) if results_dir else {}
+    finished = results_dir.prepare(info, tasks) if results_dir else {}
     specs = [TrialSpec(task, trial, seeds[trial]) for task in tasks for trial in range(config.num_trials)]
     return PreparedRun(config, pack, tasks, specs, pricing, info, results_dir, finished)
 

@@ -38,6 +38,8 @@ from tauproxy.proxy.transport import Transport
 from tauproxy.serve.config import UpstreamMap
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
+from tauproxy.serve.identity import DEFAULT_SCOPE
+from tauproxy.serve.roles import recognise_role
 from tauproxy.serve.runlog import RunLog, RunLogLine
 from tauproxy.serve.stats import ServeStats
 from tauproxy.store.cassette import Cassette
@@ -74,10 +76,17 @@ class CompletionService:
         self.occurrences = Occurrences()
         self._limiter: anyio.CapacityLimiter | None = None
 
-    def identify(self, body: dict[str, Any], scope: TrialScope, role: CallRole) -> ModelCall:
-        """Key the request and claim its occurrence now, in arrival order."""
+    def identify(self, body: dict[str, Any], scope: TrialScope | None, role: CallRole) -> ModelCall:
+        """Key the request; with a scope, claim its occurrence in that scope now, in arrival order.
+
+        Without one (serve/identity.py), identical requests are one sample: nothing depends on
+        arrival order or on what this process served before.
+        """
         wire = {name: value for name, value in body.items() if name not in EXCLUDED_PARAMS}
-        identity, call_index = identify(wire, scope, self.occurrences)
+        if scope is None:
+            identity, call_index = identify(wire, DEFAULT_SCOPE, None)
+        else:
+            identity, call_index = identify(wire, scope, self.occurrences)
         route = self.routes.route(str(wire["model"]))
         return ModelCall(
             wire,
@@ -88,17 +97,20 @@ class CompletionService:
             upstream_model=route.litellm_model(str(wire["model"])),
         )
 
-    async def complete(self, body: dict[str, Any], scope: TrialScope, role: CallRole) -> dict[str, Any]:
+    async def complete(
+        self, body: dict[str, Any], scope: TrialScope | None, role: CallRole | None
+    ) -> dict[str, Any]:
         """The chat.completion body for `body`, or an HttpError to send instead."""
         started = time.perf_counter()
-        call = self.identify(body, scope, role)
+        call = self.identify(body, scope, role or recognise_role(body.get("messages") or []))
         self.stats.request(call.model)
         try:
             completion = self.cache.replay(call) if self.cache is not None else None
             if completion is None:
                 completion = await self._in_thread(self._complete_off_loop, call)
         except HttpError as error:
-            self.occurrences.give_back(call.identity)  # nothing was recorded under it
+            if scope is not None:
+                self.occurrences.give_back(call.identity)  # nothing was recorded under it
             self._log(call, "replay" if error.code == REPLAY_MISS_CODE else "live", started, None, error)
             raise
         self._count(call, completion)

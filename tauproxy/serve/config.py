@@ -29,6 +29,7 @@ from tauproxy.structured_file import read_mapping_file
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+MAX_PORT = 65535
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_UPSTREAM_TIMEOUT_S = 120.0
 WILDCARD = "*"
@@ -121,6 +122,8 @@ class ServeConfig:
             raise ConfigError("resolve record mode 'once' before building a ServeConfig")
         if self.cassette is None and self.mode != RecordMode.OFF:
             raise ConfigError(f"--cassette is required with --record-mode {self.mode.value}")
+        if not 0 <= self.port <= MAX_PORT:
+            raise ConfigError(f"--port {self.port} is not a port: give 0 to {MAX_PORT} (0 picks a free one)")
         if self.max_body_bytes <= 0:
             raise ConfigError("--max-body-bytes must be positive")
         if self.auth_token is not None and not self.auth_token.strip():

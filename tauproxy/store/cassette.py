@@ -289,6 +289,9 @@ class Cassette:
         tools = entry.request.tools
         if tools is not None and tools not in self._blobs:
             return f"{call} refers to tools blob {tools[:12]}, which is not stored"
+        raw = entry.response.raw
+        if raw is not None and raw not in self._blobs:
+            return f"{call} refers to response blob {raw[:12]}, which is not stored"
         return None
 
     def _add(self, number: int | None, entry: CassetteEntry) -> None:
@@ -392,8 +395,9 @@ class Cassette:
 
         The replay hot path: no chain walk, no deepcopy; every object in it is new.
         """
-        return _answer_body(self.message(entry.response.message), entry.response, entry.usage,
-                            entry.sample_key, entry.request.model)
+        raw = entry.response.raw
+        message = self.blob(raw) if raw is not None else self.message(entry.response.message)
+        return _answer_body(message, entry.response, entry.usage, entry.sample_key, entry.request.model)
 
     @staticmethod
     def replay_form(recording: CallRecording) -> dict[str, Any]:
@@ -404,8 +408,9 @@ class Cassette:
             message="", finish_reason=choice.get("finish_reason"), response_id=body.get("id"),
             response_model=body.get("model"), created=body.get("created"),
         )
-        return _answer_body(reply, response, recording.usage, recording.identity.sample_key,
-                            recording.wire.get("model"))
+        raw = _raw_reply(choice, reply)
+        return _answer_body(raw if raw is not None else reply, response, recording.usage,
+                            recording.identity.sample_key, recording.wire.get("model"))
 
     def message(self, digest: str) -> dict[str, Any]:
         """A fresh copy of a stored message."""
@@ -602,22 +607,35 @@ def _stored_parts(canonical: dict[str, Any], response_body: dict[str, Any]) -> _
     messages.setdefault(reply_hash, canonical_json(reply))
     tools = canonical["tools"]
     blobs = {blob_hash(tools): canonical_json(tools)} if tools is not None else {}
+    raw = _raw_reply(choice, reply)
+    raw_hash = blob_hash(raw) if raw is not None else None
+    if raw is not None and raw_hash is not None:
+        blobs[raw_hash] = canonical_json(raw)
     nodes = chain_nodes(hashes)
     request = StoredRequest(
         model=canonical["model"],
         chain=nodes[-1][0] if nodes else None,
-        tools=next(iter(blobs), None),
+        tools=blob_hash(tools) if tools is not None else None,
         tool_choice=canonical["tool_choice"],
         params=canonical["params"],
     )
     response = StoredResponse(
         message=reply_hash,
+        raw=raw_hash,
         finish_reason=choice.get("finish_reason"),
         response_id=response_body.get("id"),
         response_model=response_body.get("model"),
         created=response_body.get("created"),
     )
     return _Parts(request, response, messages, blobs, nodes)
+
+
+def _raw_reply(choice: dict[str, Any], canonical: dict[str, Any]) -> dict[str, Any] | None:
+    """The reply as the upstream gave it, when that is not its canonical form (None otherwise)."""
+    raw = choice["message"]
+    if raw == {**canonical, "content": canonical.get("content")} or raw == canonical:
+        return None
+    return dict(raw)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -6,7 +6,7 @@ import difflib
 from typing import Any
 
 from tauproxy.data_model.call import CallRole
-from tauproxy.data_model.key import canonical_json, canonical_request, message_hash, request_key
+from tauproxy.data_model.key import canonical_json, canonical_request, message_hash, request_key, seed_of
 from tauproxy.store.cassette import Cassette, flat_wire
 from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.format import chain_nodes
@@ -151,40 +151,31 @@ def nearest_entry(
     role: CallRole,
     call_index: int,
 ) -> CassetteEntry | None:
-    """The recorded call this request most likely meant to match.
+    """The recorded call this request most likely meant to match, judged by content.
 
-    Same task, trial and role first (same call index, then longest common message prefix); else the
-    same role and model in any scope; else the same role with any model; None if nothing fits.
+    The same request recorded as another sample first (same key: another seed, scope or
+    occurrence); else, among calls of the same role (of any role if there are none), the longest
+    common message prefix, then the same model, the same task and trial, the same call index, and
+    the closest message count. The call index only breaks ties: under `serve` it counts a whole
+    server's calls, not a conversation's. None for an empty cassette.
     """
+    same_key = cassette.by_key(request_key(wire_request))
+    if same_key:
+        return next((e for e in same_key if (e.task_id, e.trial) == (task_id, trial)), same_key[0])
     entries = cassette.entries()
     hashes = [message_hash(m) for m in wire_request.get("messages") or []]
     depths = {node: index + 1 for index, (node, _, _) in enumerate(chain_nodes(hashes))}
     model = wire_request.get("model")
-    tiers = [
-        ([e for e in entries if (e.task_id, e.trial, e.role) == (task_id, trial, role)], True),
-        ([e for e in entries if e.role == role and e.request.model == model], False),
-        ([e for e in entries if e.role == role], False),
-    ]
-    for candidates, by_index_first in tiers:
+    for candidates in ([e for e in entries if e.role == role], entries):
         if candidates:
-            return max(
-                candidates, key=lambda e: _score(cassette, e, hashes, depths, call_index, by_index_first)
-            )
+            return max(candidates, key=lambda e: (
+                _common_prefix(cassette, e, hashes, depths),
+                int(e.request.model == model),
+                int((e.task_id, e.trial) == (task_id, trial)),
+                int(e.call_index == call_index),
+                -abs(cassette.message_count(e) - len(hashes)),
+            ))
     return None
-
-
-def _score(
-    cassette: Cassette,
-    entry: CassetteEntry,
-    hashes: list[str],
-    depths: dict[str, int],
-    call_index: int,
-    by_index_first: bool,
-) -> tuple[int, ...]:
-    same_index = int(entry.call_index == call_index)
-    prefix = _common_prefix(cassette, entry, hashes, depths)
-    closeness = -abs(cassette.message_count(entry) - len(hashes))
-    return (same_index, prefix, closeness) if by_index_first else (prefix, same_index, closeness)
 
 
 def miss_message(
@@ -195,13 +186,25 @@ def miss_message(
     trial: int,
     role: CallRole,
     call_index: int,
+    occurrence: int = 0,
 ) -> str:
     """The whole strict-replay miss explanation: what was asked, what is nearest, and how they differ."""
+    key = request_key(wire_request)
+    nearest = nearest_entry(cassette, wire_request, task_id, trial, role, call_index)
+    if nearest is not None and nearest.key == key:
+        samples = cassette.by_key(key)
+        shown = ", ".join(
+            f"task {e.task_id} trial {e.trial} occurrence {e.occurrence} seed {e.seed}" for e in samples[:4]
+        )
+        return (
+            f"replay miss: task {task_id}, trial {trial}, call #{call_index} ({role}): this request is recorded "
+            f"in {cassette.directory} (key {key[:12]}), but not as this sample (seed {seed_of(wire_request)}, "
+            f"occurrence {occurrence}); recorded as: {shown}{' ...' if len(samples) > 4 else ''}"
+        )
     lines = [
         f"replay miss: task {task_id}, trial {trial}, call #{call_index} ({role}) was never recorded "
-        f"in {cassette.directory} (key {request_key(wire_request)[:12]})"
+        f"in {cassette.directory} (key {key[:12]})"
     ]
-    nearest = nearest_entry(cassette, wire_request, task_id, trial, role, call_index)
     if nearest is None or (nearest.task_id, nearest.trial) != (task_id, trial):
         in_scope = any((e.task_id, e.trial) == (task_id, trial) for e in cassette.entries())
         lines.append(f"the cassette holds no {role + ' ' if in_scope else ''}call for this task/trial")

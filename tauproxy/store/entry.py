@@ -42,9 +42,16 @@ class StoredRequest(BaseModel):
 
 
 class StoredResponse(BaseModel):
-    """The first choice of a chat-completions response; `message` is a content hash."""
+    """The first choice of a chat-completions response; `message` is a content hash.
+
+    `message` names the reply in canonical form (what the next request's key sees). `raw` names a
+    blob holding the reply exactly as the upstream gave it (tool-call arguments as sent, nulls kept),
+    written only when that differs from the canonical form: `serve` answers with it, so a harness
+    receives what the upstream said (canonical forms are for keys only).
+    """
 
     message: str
+    raw: str | None = None
     finish_reason: str | None = None
     response_id: str | None = None
     response_model: str | None = None
@@ -76,4 +83,7 @@ class CassetteEntry(BaseModel):
 
     def wire_form(self) -> dict[str, Any]:
         """The entry as the fields of its call line (without the line kind `t`)."""
-        return {**self.model_dump(mode="json"), "request": self.request.wire_form()}
+        data = {**self.model_dump(mode="json"), "request": self.request.wire_form()}
+        if self.response.raw is None:
+            del data["response"]["raw"]  # absent, not null: older entries keep their exact bytes
+        return data

@@ -146,10 +146,10 @@ def _lines(sources: Iterable[tuple[Cassette, CassetteEntry]]) -> list[str]:
             if digest not in messages:
                 messages.add(digest)
                 lines.append(encode_msg_text(digest, cassette.message_text(digest)))
-        tools = entry.request.tools
-        if tools is not None and tools not in blobs:
-            blobs.add(tools)
-            lines.append(encode_blob_text(tools, cassette.blob_text(tools)))
+        for blob in (entry.request.tools, entry.response.raw):
+            if blob is not None and blob not in blobs:
+                blobs.add(blob)
+                lines.append(encode_blob_text(blob, cassette.blob_text(blob)))
         for node in new:
             nodes.add(node[0])
             lines.append(encode_node(*node))

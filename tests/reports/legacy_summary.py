@@ -21,7 +21,7 @@ from tauproxy.reports.metrics import (
     task_counts,
     termination_counts,
 )
-from tauproxy.reports.provenance import notes_of, origin_of, sources_of, task_order
+from tauproxy.results.provenance import made_by_of, notes_of, origin_of, sources_of, task_order
 
 
 def legacy_summary(results: Results) -> dict[str, Any]:
@@ -62,6 +62,7 @@ def legacy_summary(results: Results) -> dict[str, Any]:
         "origin": origin_of(results),
         "sources": sources_of(results),
         "notes": notes_of(results),
+        "made_by": made_by_of(results),  # added after the freeze: keys are only ever added, at the end
     }
 
 

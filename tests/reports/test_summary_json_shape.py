@@ -18,7 +18,7 @@ from report_runs import SLIPS, tau2_fixture
 
 from tauproxy.data_model.result import Results, TerminationReason
 from tauproxy.reports.summary import summarize
-from tauproxy.reports.tau2 import read_tau2_results
+from tauproxy.results.tau2_format import read_tau2_results
 from tauproxy.runner.run import execute
 from tauproxy_cli.output import print_json
 from tauproxy_cli.run_flags import RunFlags

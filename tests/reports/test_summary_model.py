@@ -17,7 +17,7 @@ TOP_LEVEL_KEYS = [
     "domain", "pass_hat_k", "pass_hat_k_ci", "num_tasks", "num_trials", "avg_reward", "tasks",
     "termination_reasons", "excluded_simulations", "excluded_reasons", "reward_breakdown", "grid", "calls",
     "cost", "models", "price_source", "tauproxy_version", "domain_sha256", "seed", "trial_seeds", "origin",
-    "sources", "notes",
+    "sources", "notes", "made_by",
 ]
 
 

@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict
 from report_runs import TAU2_METRICS, mock_run, results_json, tau2_fixture, tiny_results
 
 from tauproxy.reports.summary import summarize
-from tauproxy.reports.tau2 import read_tau2_results, tau2_to_results, to_tau2
+from tauproxy.reports.tau2 import to_tau2
 from tauproxy.results.run_dir import load_results
+from tauproxy.results.tau2_format import read_tau2_results, tau2_to_results
 
 
 # The results-file shape of ../shared/reference/tau2-facts.md, as models: extra fields allowed (τ² has

@@ -17,9 +17,9 @@ import pytest
 from tauproxy.data_model.call import CallRecord, CallSource
 from tauproxy.data_model.result import SimulationRun, TerminationReason
 from tauproxy.engine.llm_config import LLMConfig
+from tauproxy.results.run_dir import load_results
 from tauproxy.runner import run as run_module
 from tauproxy.runner.config import RunConfig
-from tauproxy.results.run_dir import load_results
 from tauproxy.runner.executor import StopKind, run_pending
 from tauproxy.runner.prepared import PreparedRun
 from tauproxy.runner.run import execute_prepared, prepare

@@ -12,11 +12,11 @@ from tauproxy.data_model.key import Occurrences, TrialScope
 from tauproxy.data_model.wire import normalise_response
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.modes import RecordMode
+from tauproxy.serve.completions import upstream_http_error
 from tauproxy.serve.config import ServeConfig, load_upstream_map
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.identity import DEFAULT_SCOPE, parse_role, parse_scope
 from tauproxy.serve.sse import sse_body
-from tauproxy.serve.completions import upstream_http_error
 
 COMPLETION: dict[str, Any] = {
     "id": "chatcmpl-1",
@@ -64,13 +64,13 @@ def test_sse_carries_tool_calls_and_the_usage_chunk() -> None:
 
 
 def test_scope_header() -> None:
-    assert parse_scope(None) == DEFAULT_SCOPE == TrialScope(task_id="serve", trial=0)
+    assert parse_scope(None) is None and TrialScope(task_id="serve", trial=0) == DEFAULT_SCOPE
     assert parse_scope("airline/task 3/2") == TrialScope(task_id="airline/task 3", trial=2)
     for bad in ("3", "task/", "/1", "task/x"):
         with pytest.raises(HttpError) as caught:
             parse_scope(bad)
         assert caught.value.status == 400
-    assert parse_role("User") == "user" and parse_role(None) == "agent"
+    assert parse_role("User") == "user" and parse_role(None) is None
     with pytest.raises(HttpError):
         parse_role("boss")
 

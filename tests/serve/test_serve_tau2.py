@@ -120,9 +120,9 @@ def test_tau2_records_through_serve_and_replays_offline(tmp_path: Path) -> None:
 
         # The run log joins onto tau2's own file: every call lands on a simulation, all replayed.
         from tauproxy.reports.summary import summarize
-        from tauproxy.reports.tau2 import read_tau2_results
-        from tauproxy.serve.join import annotate_results_with_log, join_run_log
-        from tauproxy.serve.runlog import read_run_log
+        from tauproxy.results.run_log import read_run_log
+        from tauproxy.results.run_log_join import annotate_results_with_log, join_run_log
+        from tauproxy.results.tau2_format import read_tau2_results
 
         results = read_tau2_results(replayed_file)
         joined = join_run_log(results, read_run_log(replay_log))

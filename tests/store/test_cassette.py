@@ -318,3 +318,26 @@ def test_writer_notices_a_rewritten_file_and_rewrites_messages(tmp_path: Path) -
     stored = reopened.lookup(entry.sample_key)
     assert stored is not None
     assert reopened.request_of(stored)["messages"][0] == system
+
+
+def test_the_answer_is_kept_exactly_as_the_upstream_gave_it(tmp_path: Path) -> None:
+    """Canonical forms are for keys: replaying returns the tool-call arguments byte for byte, and
+    compact keeps that; an answer already canonical stores no second copy."""
+    from tauproxy.store.maintenance import compact
+
+    cassette = Cassette.open(tmp_path / "c")
+    arguments = '{"b": 1,  "a": [2, 3]}'
+    raw = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": arguments}}]}
+    entry = record(cassette, wire([{"role": "user", "content": "go"}]), body(raw))
+    assert entry.response.raw is not None
+    for reader in (cassette, Cassette.open(tmp_path / "c")):
+        message = reader.response_of(reader.entries()[0])["choices"][0]["message"]
+        assert message == raw and message["tool_calls"][0]["function"]["arguments"] == arguments
+    assert cassette.message(entry.response.message)["tool_calls"][0]["function"]["arguments"] == '{"a":[2,3],"b":1}'
+    compact(tmp_path / "c")
+    again = Cassette.open(tmp_path / "c")
+    assert again.response_of(again.entries()[0])["choices"][0]["message"] == raw
+    plain = record(cassette, wire([{"role": "user", "content": "hi"}]), body({"role": "assistant", "content": "ok"}))
+    assert plain.response.raw is None
+    assert '"raw"' not in (tmp_path / "c" / "calls.jsonl").read_text().splitlines()[-1]

@@ -136,9 +136,27 @@ def test_nearest_prefers_same_scope_and_call_index(tmp_path: Path) -> None:
     assert nearest is not None and (nearest.task_id, nearest.call_index) == ("t1", 1)
 
 
+def test_the_same_request_recorded_as_another_sample_says_so(tmp_path: Path) -> None:
+    """Not "never recorded": the request is there, under another scope, seed or occurrence."""
+    cassette = recorded_trial(tmp_path / "c")
+    text = miss_message(cassette, conversation(2), task_id="t9", trial=3, role="agent", call_index=7, occurrence=1)
+    assert "never recorded" not in text
+    assert "this request is recorded" in text and "not as this sample" in text and "occurrence 1" in text
+    assert "recorded as: task t1 trial 0 occurrence 0" in text
+
+
+def test_nearest_is_found_by_content_not_by_call_index(tmp_path: Path) -> None:
+    """Under serve the call index counts the server's calls: the longest shared prefix wins."""
+    cassette = recorded_trial(tmp_path / "c")
+    wanted = conversation(2) | {"temperature": 1.0}
+    nearest = nearest_entry(cassette, wanted, "serve", 0, "agent", 40)
+    assert nearest is not None and cassette.message_count(nearest) == len(conversation(2)["messages"])
+
+
 def test_no_call_for_the_trial_falls_back_to_another_scope(tmp_path: Path) -> None:
     cassette = recorded_trial(tmp_path / "c")
-    text = miss_message(cassette, conversation(2), task_id="t9", trial=3, role="agent", call_index=1)
+    wanted = conversation(2) | {"temperature": 0.9}
+    text = miss_message(cassette, wanted, task_id="t9", trial=3, role="agent", call_index=1)
     assert "replay miss: task t9, trial 3, call #1 (agent)" in text
     assert "the cassette holds no call for this task/trial" in text
     assert "nearest recorded call: key" in text and "task t1, trial 0" in text

@@ -16,23 +16,27 @@ M = TypeVar("M", bound=BaseModel)
 _MAX_ROUNDS = 20
 
 
-def validate_dropping_extras(model: type[M], data: Any) -> tuple[M | None, list[str]]:
-    """(the model, the dotted paths dropped), or (None, ...) when something other than extras is wrong."""
+def validate_dropping_extras(model: type[M], data: Any) -> tuple[M | None, dict[str, Any]]:
+    """(the model, {dotted path: dropped value}), or (None, ...) when something other than extras is wrong.
+
+    The values are returned so that a caller can tell a dropped field that held something from one
+    that was null (τ² writes every field of its models, most of them null)."""
     data = copy.deepcopy(data)
-    dropped: list[str] = []
+    dropped: dict[str, Any] = {}
     for _ in range(_MAX_ROUNDS):
         try:
             return model.model_validate(data), dropped
         except ValidationError as exc:
             extras = [error["loc"] for error in exc.errors() if error["type"] == "extra_forbidden"]
-            removed = [loc for loc in extras if _delete(data, loc)]
+            removed = {".".join(str(part) for part in loc): value
+                       for loc in extras for found, value in [_delete(data, loc)] if found}
             if not removed:
                 return None, dropped
-            dropped.extend(".".join(str(part) for part in loc) for loc in removed)
+            dropped.update(removed)
     return None, dropped
 
 
-def _delete(data: Any, loc: tuple[Any, ...]) -> bool:
+def _delete(data: Any, loc: tuple[Any, ...]) -> tuple[bool, Any]:
     node = data
     for part in loc[:-1]:
         in_dict = isinstance(node, dict) and part in node
@@ -41,6 +45,5 @@ def _delete(data: Any, loc: tuple[Any, ...]) -> bool:
             node = node[part]
         # Anything else is a union member's tag in the error location, not a step into the data.
     if isinstance(node, dict) and loc and loc[-1] in node:
-        del node[loc[-1]]
-        return True
-    return False
+        return True, node.pop(loc[-1])
+    return False, None

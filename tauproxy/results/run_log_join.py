@@ -29,11 +29,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from tauproxy.data_model.call import CallRecord, CallRole, Usage
 from tauproxy.data_model.result import Results, SimulationRun
-from tauproxy.serve.fingerprint import message_fingerprint
-from tauproxy.serve.runlog import RunLogLine, parse_run_log, read_run_log
+from tauproxy.results.fingerprint import message_fingerprint
+from tauproxy.results.run_log import RunLogLine, parse_run_log, read_run_log
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,16 @@ def _choose(
     return (free[0], False) if free else None
 
 
-def annotate_results_with_log(results: Results, log_path: Path) -> Results:
+R = TypeVar("R", bound=Results)
+
+
+def annotate_results_with_log(results: R, log_path: Path) -> R:
     """`results` with each simulation's `calls` filled from a serve run log (kept where none join)."""
-    joined = join_run_log(results, read_run_log(log_path))
+    return with_joined_calls(results, join_run_log(results, read_run_log(log_path)))
+
+
+def with_joined_calls(results: R, joined: JoinResult) -> R:
+    """`results` with the calls of `joined` as the `calls` of the simulations they joined."""
     simulations = [
         sim.model_copy(update={"calls": joined.records(sim.id)}) if sim.id in joined.by_simulation else sim
         for sim in results.simulations
