@@ -44,7 +44,7 @@ class _Handler(BaseHTTPRequestHandler):
             fault = self.server.fault
         error = json.dumps({"error": {"message": f"injected {fault}", "type": "server_error"}}).encode()
         if fault == "echo_headers":  # some gateways quote the request back in their error
-            quoted = {k: v for k, v in self.headers.items() if k.lower() == "authorization" or k.lower().startswith("x-t")}
+            quoted = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "x-team-token")}
             echoed = json.dumps({"error": {"message": f"bad request with headers {quoted}"}}).encode()
             self._send(400, echoed)
         elif fault in ("429", "500", "503"):

@@ -55,7 +55,8 @@ class ResultsDir:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"--save-to {self.path}: cannot create the run directory: {exc.strerror or exc}") from None
+            reason = exc.strerror or exc
+            raise ConfigError(f"--save-to {self.path}: cannot create the run directory: {reason}") from None
         info_path = self.path / RUN_INFO_FILE
         if info_path.exists():
             self._check_same_run(info_path, info)
