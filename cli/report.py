@@ -48,11 +48,8 @@ def report_command(
         raise ConfigError("--json and --format tau2 both choose what is printed; give one of them")
     from tauproxy.reports.load import split_solo
 
-    if run_log is not None and len(runs) > 1:
-        # Which of several runs a log belongs to is not for us to guess; beside its file it is clear.
-        raise ConfigError("--run-log joins onto one run; with several runs, put each run's log beside "
-                          "its results file as NAME.runlog.jsonl")
-    dual, solo = split_solo(runs)
+    # A run log joins onto one run (load_runs says so for several), so it never pairs solo and dual.
+    dual, solo = split_solo(runs) if run_log is None else (None, None)
     if dual is not None and solo is not None:
         _print_coordination(dual, solo, json_output)
         return

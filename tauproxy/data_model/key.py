@@ -14,7 +14,8 @@ IN the key (anything that can change the output):
 
 NOT in the key (EXCLUDED_PARAMS; none of them changes what the model says):
     api_key, api_base, base_url, api_version, organization   where and as whom the call goes
-    aws_*, vertex_credentials, authorization                  provider credentials: secrets, never stored
+    aws_access_key_id, aws_secret_access_key, aws_session_token,
+    vertex_credentials, authorization                          provider credentials: secrets, never stored
     headers, extra_headers                                     transport detail, may hold secrets
     timeout, request_timeout, num_retries, max_retries         how long and how often to try
     metadata, user, stream, stream_options                    bookkeeping; a stream is recorded

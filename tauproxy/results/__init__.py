@@ -1,4 +1,5 @@
-"""Run directories: the on-disk format of a run (run.json, simulations.jsonl, results.json).
+"""Runs on disk and the one way to read them: run directories (run.json, simulations.jsonl,
+results.json), τ²-bench's simulations files, and the serve run log joined onto either.
 
-Below both the runner (which writes them) and the reports (which read them).
+Below both the runner (which writes runs and reads history) and the reports (which read them).
 """

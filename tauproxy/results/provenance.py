@@ -25,7 +25,6 @@ class ObservedCall(BaseModel):
     role: CallRole
     model: str
     usage: Usage
-    cost_usd: float | None = None
 
 
 class SourcedResults(Results):

@@ -254,7 +254,7 @@ def _observed_call(raw: dict[str, Any], prices: _Prices) -> ObservedCall | None:
         tokens = Usage.model_validate({k: v for k, v in usage.items() if k in Usage.model_fields and v is not None})
     except ValidationError:
         return None
-    return ObservedCall(role=role, model=prices.model(role), usage=tokens, cost_usd=prices.cost(role, raw.get("cost")))
+    return ObservedCall(role=role, model=prices.model(role), usage=tokens)
 
 
 def _termination(raw: Any) -> tuple[TerminationReason, str | None]:

@@ -129,9 +129,6 @@ def test_an_unpriced_zero_cost_is_unknown_and_a_free_one_is_zero(tmp_path: Path)
     data = fixture_data()
     for sim in data["simulations"]:
         sim["agent_cost"] = 0.0  # what τ² writes for a model litellm has no price for
-        for message in sim["messages"]:
-            if message.get("role") == "assistant":
-                message["cost"] = 0.0
     unpriced = report_json(write(tmp_path / "unpriced.json", data))
     assert unpriced["cost"]["unattributed"]["by_role"]["agent"] is None
     assert unpriced["cost"]["unattributed"]["by_role"]["user"] == pytest.approx(0.2736)
