@@ -37,7 +37,7 @@ from tauproxy.proxy.recorder import CassetteTransport
 from tauproxy.proxy.transport import Transport
 from tauproxy.serve.config import UpstreamMap
 from tauproxy.serve.errors import HttpError
-from tauproxy.serve.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
+from tauproxy.results.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
 from tauproxy.serve.identity import DEFAULT_SCOPE
 from tauproxy.serve.roles import recognise_role
 from tauproxy.serve.runlog import RunLog, RunLogLine
