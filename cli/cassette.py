@@ -93,6 +93,7 @@ def ls(
     if as_json:
         _print_json(rows)
         return
+    _out.print(f"{'#':>5}  {'task/trial':<20} {'role':<5} {'call':<5} {'model':<28} {'key':<12}  cost", markup=False)
     for row in rows:
         scope = f"{row['task_id']}/{row['trial']}"
         _out.print(

@@ -20,6 +20,10 @@ def estimate_command(
     history: Annotated[
         list[Path] | None, typer.Option("--history", help=f"Earlier runs of this domain (each a {RUN_ARGUMENT}).")
     ] = None,
+    more_history: Annotated[
+        list[Path] | None,
+        typer.Argument(help="More earlier runs: `--history A B` reads as --history A and B.", show_default=False),
+    ] = None,
     json_output: Annotated[bool, flag("--json", help="Print the estimate as JSON.")] = False,
 ) -> None:
     """Predict what `run` with the same flags would cost; --cassette subtracts what it would replay."""
@@ -31,7 +35,7 @@ def estimate_command(
     from tauproxy_cli.run_setup import build_run_config
 
     config = build_run_config(flags)
-    result = estimate(config, history or [], flags.cassette)
+    result = estimate(config, [*(history or []), *(more_history or [])], flags.cassette)
     if json_output:
         print_json(asdict(result))
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -21,14 +22,33 @@ from tauproxy_cli import (
     tasks,
     view,
 )
+from tauproxy_cli.flag import flag
 
 app = typer.Typer(
     name="tauproxy",
     help="Evaluate tool-using agents the tau2-bench way; record and replay every model call.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from tauproxy import __version__
+
+        typer.echo(f"tauproxy {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, flag("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Evaluate tool-using agents the tau2-bench way; record and replay every model call."""
+
 app.command("run")(run.run_command)
 app.command("report")(report.report_command)
 app.command("view")(view.view_command)

@@ -8,7 +8,7 @@ from tauproxy.data_model.result import SimulationRun, TerminationReason
 from tauproxy.reports.summary import summarize
 from tauproxy.runner.config import RunConfig
 from tauproxy.runner.executor import StopKind
-from tauproxy.runner.run import RunOutcome, execute_prepared, prepare
+from tauproxy.runner.run import RunOutcome, execute_prepared, goes_live, prepare
 from tauproxy_cli import exit_codes
 from tauproxy_cli.output import err_console, error, note, print_json, warn
 from tauproxy_cli.report_view import print_summary
@@ -16,6 +16,8 @@ from tauproxy_cli.report_view import print_summary
 
 def run_with_progress(config: RunConfig, json_output: bool, fail_on_budget: bool = False) -> int:
     """Run with a progress bar, print the summary and what stopped the run; the exit code to use."""
+    if goes_live(config) and any(not model.startswith(IN_PROCESS) for model in _models(config)):
+        note("checking the models (litellm loads once, about 5 s) ...")
     prepared = prepare(config)
     done = len(prepared.specs) - len(prepared.pending)
     if done:
@@ -46,6 +48,13 @@ def run_with_progress(config: RunConfig, json_output: bool, fail_on_budget: bool
     else:
         print_summary(summary, saved_to=str(config.save_to) if config.save_to else None)
     return _verdict(outcome, len(prepared.specs), fail_on_budget)
+
+
+IN_PROCESS = ("scripted/", "local/")  # models that need no provider, hence no litellm
+
+
+def _models(config: RunConfig) -> list[str]:
+    return [config.agent.model, *([] if config.solo else [config.user.model]), config.judge.model]
 
 
 def _verdict(outcome: RunOutcome, planned: int, fail_on_budget: bool) -> int:
