@@ -53,4 +53,7 @@ def estimate_command(
     )
     if result.unknown_price_models:
         out_console.print(f"[yellow]unknown price for: {', '.join(result.unknown_price_models)}[/] (pass --prices)")
+    if result.p90_coverage is not None:
+        out_console.print(f"p90 coverage, measured on {result.coverage_checks} halvings of the history's tasks "
+                          f"({result.coverage_of}): {result.p90_coverage:.0%} (goal 90%)")
     out_console.print(f"prices: {result.price_source}")

@@ -1,9 +1,11 @@
 """`tauproxy report RUN [RUN ...]`: pass^k with intervals, rewards, terminations, cost and the grid.
 
-Several runs (tauproxy run directories, results.json files or τ²-bench simulations files) are
-merged trial by trial before reporting. A run made by another harness through `tauproxy serve`
-shows live against replayed calls, cost and roles when its serve run log joins on (`--run-log`, or
-NAME.runlog.jsonl beside NAME.json).
+Several runs (tauproxy run directories, results.json files or τ²-bench simulations files) of the
+same agent are merged trial by trial before reporting. Runs of different agents (agent model, args
+or prompt hash) are never merged into one score: they are reported side by side with paired
+comparisons, as `report A --against B` does (tauproxy/reports/compare.py). A run made by another
+harness through `tauproxy serve` shows live against replayed calls, cost and roles when its serve
+run log joins on (`--run-log`, or NAME.runlog.jsonl beside NAME.json).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ def report_command(
         "--html", help="Also write a self-contained HTML report to this file."
     )] = None,
     run_log: Annotated[Path | None, typer.Option("--run-log", help=RUN_LOG_HELP)] = None,
+    against: Annotated[list[Path] | None, typer.Option(
+        "--against", help=f"A baseline {RUN_ARGUMENT} to compare with, side by side (repeatable: merged)."
+    )] = None,
 ) -> None:
     """Report pass^1..pass^k with 95% intervals, rewards, terminations, calls and cost."""
     from tauproxy.errors import ConfigError
@@ -46,6 +51,13 @@ def report_command(
 
     if json_output and output_format is ReportFormat.TAU2:
         raise ConfigError("--json and --format tau2 both choose what is printed; give one of them")
+    if against:
+        if output_format is ReportFormat.TAU2:
+            raise ConfigError("--against compares runs; --format tau2 exports one")
+        candidate = load_runs(runs, run_log)
+        baseline = load_runs(against)
+        _print_side_by_side([(_label(against), baseline), (_label(runs), candidate)], json_output, html)
+        return
     from tauproxy.reports.load import split_solo
 
     # A run log joins onto one run (load_runs says so for several), so it never pairs solo and dual.
@@ -53,6 +65,14 @@ def report_command(
     if dual is not None and solo is not None:
         _print_coordination(dual, solo, json_output)
         return
+    if run_log is None and len(runs) > 1 and output_format is ReportFormat.TABLE:
+        from tauproxy.reports.compare import group_by_agent
+        from tauproxy.results.load import load_any_results
+
+        agents = group_by_agent([(str(path), load_any_results(path)) for path in runs])
+        if len(agents) > 1:
+            _print_side_by_side(agents, json_output, html)
+            return
     results = load_runs(runs, run_log)
     summary = summarize(results)
     if html is not None:
@@ -73,6 +93,36 @@ def report_command(
         for note in summary.notes:
             warn(note)
         print_summary(summary, saved_to=None)
+
+
+def _label(paths: list[Path]) -> str:
+    return " + ".join(str(path) for path in paths)
+
+
+def _print_side_by_side(runs: list[tuple[str, Results]], json_output: bool, html: Path | None) -> None:
+    """Each run's report in short and the paired comparison of each later run with the first."""
+    from tauproxy.errors import ConfigError
+    from tauproxy.reports.compare import render_side_by_side, side_by_side
+    from tauproxy_cli.output import err_console, out_console, print_json, warn
+
+    report = side_by_side(runs)
+    if html is not None:
+        from tauproxy.reports.html import render_html
+
+        # The page is the last run's report (the candidate) with the comparison section on top.
+        last = report.runs[-1]
+        try:
+            html.write_text(render_html(last.summary, runs[-1][1], report), encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{html}: cannot write the HTML report: {exc}") from None
+        err_console.print(f"html report: {html}")
+    if json_output:
+        print_json(report)
+        return
+    for run in report.runs:
+        for note in run.summary.notes:
+            warn(f"{run.label}: {note}")
+    out_console.print(render_side_by_side(report), markup=False, soft_wrap=True)
 
 
 def _print_coordination(dual: Results, solo: Results, json_output: bool) -> None:

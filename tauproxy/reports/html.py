@@ -4,7 +4,9 @@ A Content-Security-Policy forbids every network load, so the page works offline 
 external reference shows up as a console error instead of a silent fetch. Sections: header
 (who played which role, prices, versions, domain hash, seeds), scores with the pass^k chart,
 terminations and reward bases, cost with its chart, the per-task grid, and one collapsible
-section per trajectory that the grid cells link to.
+section per trajectory that the grid cells link to. With a side-by-side comparison (`report A
+--against B`, or runs of different agents), a comparison section follows the header: each run's
+scores, and the paired differences with their intervals and the exact test.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 
 from tauproxy.data_model.result import ModelInfo, Results, SimulationRun
+from tauproxy.reports.compare import SideBySide
 from tauproxy.reports.grid import GridCell
 from tauproxy.reports.html_trajectory import CHECK, trajectory_section
 from tauproxy.reports.markup import cell, element, money, row, section, table
@@ -56,10 +59,11 @@ _SCRIPT = """
 _SOURCE_MARK = {"live": "", "replayed": "r", "mixed": "m", "unknown": "?"}
 
 
-def render_html(summary: ReportSummary, results: Results) -> str:
+def render_html(summary: ReportSummary, results: Results, comparison: SideBySide | None = None) -> str:
     anchors = _anchors(summary)
     body = "".join([
-        _header(summary, results),
+        _header(summary, results, comparison is not None),
+        _comparison(comparison) if comparison is not None else "",
         _scores(summary),
         _outcomes(summary),
         _costs(summary),
@@ -93,7 +97,7 @@ def _model(model: ModelInfo) -> str:
     return f"{model.llm}  {json.dumps(args, sort_keys=True)}" if args else model.llm
 
 
-def _header(summary: ReportSummary, results: Results) -> str:
+def _header(summary: ReportSummary, results: Results, compared: bool = False) -> str:
     seeds = ", ".join(str(s) for s in summary.trial_seeds)
     facts = [
         *[(role, _model(model)) for role, model in summary.models.by_role()],
@@ -110,7 +114,7 @@ def _header(summary: ReportSummary, results: Results) -> str:
     pairs = "".join(element("dt", k) + element("dd", v) for k, v in facts)
     meta = element("dl", class_="meta", children=pairs)
     notes = "".join(element("li", note) for note in summary.notes)
-    names = ("scores", "outcomes", "cost", "grid", "trajectories")
+    names = ("comparison",) * compared + ("scores", "outcomes", "cost", "grid", "trajectories")
     links = [element("a", name, href=f"#{name}") for name in names]
     return element("header", id="header", children="".join([
         element("h1", f"tauproxy report: {summary.domain}"),
@@ -118,6 +122,46 @@ def _header(summary: ReportSummary, results: Results) -> str:
         element("ul", class_="notes", children=notes) if notes else "",
         element("nav", children=" · ".join(links)),
     ]))
+
+
+def _comparison(report: SideBySide) -> str:
+    ks = sorted({int(k) for run in report.runs for k in run.summary.pass_hat_k})
+    runs = []
+    for index, run in enumerate(report.runs):
+        summary = run.summary
+        scores = []
+        for k in ks:
+            value, interval = summary.pass_hat_k.get(str(k)), summary.pass_hat_k_ci.get(str(k))
+            text = "-" if value is None else f"{value:.3f}"
+            if value is not None and interval is not None:
+                text += " ({:.3f} – {:.3f})".format(*interval)
+            scores.append(cell(text, number=True))
+        runs.append(row(cell("baseline" if index == 0 else "candidate"), cell(run.label), cell(_model(run.agent)),
+                        cell(f"{summary.num_tasks} × {summary.num_trials}", number=True), *scores,
+                        cell(f"{summary.avg_reward:.3f}", number=True),
+                        cell(money(summary.cost.live_usd), number=True)))
+    headers = ["role", "run", "agent", "tasks × trials", *[f"pass^{k} (95% CI)" for k in ks],
+               "avg reward", "live cost"]
+    parts = [table(headers, runs)]
+    for item in report.comparisons:
+        found = item.comparison
+        title = element("h3", f"{item.candidate} − {item.baseline}")
+        if found is None:
+            parts += [title, element("p", "No scored task in common.")]
+            continue
+        level = f"{found.level:.0%}"
+        rows = [row(cell(f"pass^{d.k}" if d.metric == "pass^k" else d.metric), cell(f"{d.candidate:.3f}", number=True),
+                    cell(f"{d.baseline:.3f}", number=True), cell(f"{d.difference:+.3f}", number=True),
+                    cell(f"{d.ci[0]:+.3f} – {d.ci[1]:+.3f}", number=True))
+                for d in found.differences.values()]
+        matched = f"; trials matched by seed in {found.seed_paired_tasks} tasks" if found.seed_paired_tasks else ""
+        facts = (f"{found.tasks} common tasks, at least {found.trials_per_task} trials each{matched}. "
+                 f"Intervals: paired percentile bootstrap over tasks ({found.resamples} resamples, seed "
+                 f"{found.seed}). Exact sign-flip test of pass^1: p = {found.test.p_value:.4g} "
+                 f"({found.test.nonzero_tasks} tasks differ).")
+        parts += [title, table(["metric", "candidate", "baseline", "difference", f"{level} CI"], rows),
+                  element("p", facts)]
+    return section("comparison", "Comparison", *parts)
 
 
 def _scores(summary: ReportSummary) -> str:

@@ -1,8 +1,22 @@
-"""Is a run worse than a baseline? One verdict (good / bad / skip) that `check` and `bisect` share.
+"""Is a run worse than a baseline? One verdict that `check` and `bisect` share, knowing the noise.
 
 Only tasks present in both runs are compared, so a run of a task subset can be checked against a
-full baseline. The verdict follows `git bisect run`: "skip" means the run cannot be judged (nothing
-in common, or mostly infrastructure errors), never that it regressed.
+full baseline. The comparison is paired (`paired.py`): the drop (baseline - run) of the metric comes
+with a paired-bootstrap interval over tasks at the chosen confidence (default 95%), and
+
+- bad: the whole interval of the drop is above `max_drop` (the drop is larger than allowed, with
+  that confidence);
+- good: the whole interval is at or below `max_drop`;
+- undecided: the interval straddles `max_drop`. The comparison then says how many more trials per
+  task would most likely decide it: the interval's half-width h is scaled by sqrt(n / (n + m)) for
+  n trials per task now and m more on both sides (same new seeds), and m is the smallest number that
+  moves the whole interval to one side of `max_drop` around the same centre. That assumes the noise
+  is trial noise; differences between tasks do not shrink with more trials, so it is a most-likely
+  lower bound, not a promise. Their cost is m trials per task on both sides at each run's mean
+  recorded cost per trial (new seeds are not in any cassette, so they go live; the trials already
+  run replay for free); an unknown price makes the cost unknown;
+- skip: the run cannot be judged (nothing in common, or mostly infrastructure errors), never that it
+  regressed. The verdict follows `git bisect run`.
 """
 
 from __future__ import annotations
@@ -14,17 +28,34 @@ from pydantic import BaseModel
 
 from tauproxy.data_model.result import Results, SimulationRun
 from tauproxy.errors import ConfigError
-from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, average_reward, pass_hat_ks, task_counts
+from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, task_counts
+from tauproxy.reports.paired import PairedComparison, mean_trial_cost, paired_comparison
 
 METRICS = ("pass^1", "pass^k", "avg_reward")
 # Floating-point slack so that a drop of exactly --max-drop (0.3 - 0.2 = 0.09999…) is not "more than".
 _TOLERANCE = 1e-9
+DEFAULT_CONFIDENCE = 0.95
+# More trials per task than this is not a plan: more tasks (or a looser --max-drop) are needed.
+MAX_SUGGESTED_TRIALS = 1000
 
 
 class Verdict(StrEnum):
     GOOD = "good"
     BAD = "bad"
+    UNDECIDED = "undecided"
     SKIP = "skip"
+
+
+class MoreTrials(BaseModel):
+    """What would most likely decide an undecided comparison."""
+
+    trials_per_task: int | None  # None: more trials per task are unlikely to decide it
+    tasks: int
+    extra_trials: int | None  # per side: trials_per_task x tasks
+    run_trial_cost_usd: float | None  # mean recorded cost of one trial of each side
+    baseline_trial_cost_usd: float | None
+    cost_usd: float | None  # both sides' extra trials; None: a price is unknown
+    note: str
 
 
 class ScoreComparison(BaseModel):
@@ -33,6 +64,11 @@ class ScoreComparison(BaseModel):
     score: float | None = None
     baseline_score: float | None = None
     drop: float | None = None
+    # The interval of the drop at `confidence`, from the paired bootstrap over tasks.
+    drop_ci: tuple[float, float] | None = None
+    confidence: float = DEFAULT_CONFIDENCE
+    # Exact sign-flip test of "no difference in pass^1" (whatever the metric).
+    p_value: float | None = None
     max_drop: float
     verdict: Verdict
     reason: str
@@ -41,6 +77,8 @@ class ScoreComparison(BaseModel):
     baseline_trials: int = 0
     infrastructure_errors: int = 0
     baseline_infrastructure_errors: int = 0
+    more_trials: MoreTrials | None = None
+    paired: PairedComparison | None = None
 
 
 def check_metric(metric: str) -> str:
@@ -53,21 +91,21 @@ def _infra_errors(runs: list[SimulationRun]) -> int:
     return sum(run.termination_reason in EXCLUDED_TERMINATIONS for run in runs)
 
 
-def _score(runs: list[SimulationRun], metric: str, k: int) -> float:
-    if metric == "avg_reward":
-        return average_reward(runs)
-    return pass_hat_ks(task_counts(runs)).get(k, math.nan)
-
-
-def compare_scores(run: Results, baseline: Results, metric: str, max_drop: float) -> ScoreComparison:
-    """Score `run` and `baseline` on their common tasks; bad when the drop is more than `max_drop`."""
+def compare_scores(
+    run: Results, baseline: Results, metric: str, max_drop: float, confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+) -> ScoreComparison:
+    """Compare `run` with `baseline` on their common tasks: bad, good or undecided against `max_drop`."""
     check_metric(metric)
+    if not 0.0 < confidence < 1.0:
+        raise ConfigError(f"confidence must be between 0 and 1 (exclusive), got {confidence:g}")
     base_ids = {sim.task_id for sim in baseline.simulations}
     common = [t for t in dict.fromkeys(sim.task_id for sim in run.simulations) if t in base_ids]
     mine = [sim for sim in run.simulations if sim.task_id in common]
     theirs = [sim for sim in baseline.simulations if sim.task_id in common]
     result = ScoreComparison(
-        metric=metric, max_drop=max_drop, verdict=Verdict.SKIP, reason="", common_tasks=len(common),
+        metric=metric, max_drop=max_drop, confidence=confidence, verdict=Verdict.SKIP, reason="",
+        common_tasks=len(common),
         trials=len(mine), baseline_trials=len(theirs),
         infrastructure_errors=_infra_errors(mine), baseline_infrastructure_errors=_infra_errors(theirs),
     )
@@ -86,22 +124,62 @@ def compare_scores(run: Results, baseline: Results, metric: str, max_drop: float
     if not scored:
         result.reason = "no common task has a trial without an infrastructure error on both sides"
         return result
-    result.common_tasks = len(scored)
-    k = 1
-    if metric == "pass^k":
-        # pass^k needs k trials of every task on both sides: the largest k that both runs have.
-        k = min(len(pass_hat_ks(task_counts(mine))), len(pass_hat_ks(task_counts(theirs))))
-        result.k = k
-    elif metric == "pass^1":
-        result.k = 1
-    result.score, result.baseline_score = _score(mine, metric, k), _score(theirs, metric, k)
-    result.drop = result.baseline_score - result.score
-    bad = result.drop > max_drop + _TOLERANCE
-    result.verdict = Verdict.BAD if bad else Verdict.GOOD
+    paired = paired_comparison(run.model_copy(update={"simulations": mine}),
+                               baseline.model_copy(update={"simulations": theirs}), level=confidence, seed=seed)
+    if paired is None:  # unreachable after the checks above; kept for the type checker
+        result.reason = "no common task to compare"
+        return result
+    result.paired, result.common_tasks = paired, paired.tasks
+    difference = paired.differences[metric]
+    result.k = difference.k
+    result.score, result.baseline_score = difference.candidate, difference.baseline
+    result.drop = -difference.difference + 0.0
+    low, high = -difference.ci[1] + 0.0, -difference.ci[0] + 0.0  # + 0.0: never print -0.000
+    result.drop_ci = (low, high)
+    result.p_value = paired.test.p_value
+    if low > max_drop + _TOLERANCE:
+        result.verdict, relation = Verdict.BAD, ">"
+    elif high <= max_drop + _TOLERANCE:
+        result.verdict, relation = Verdict.GOOD, "<="
+    else:
+        result.verdict, relation = Verdict.UNDECIDED, "straddles"
+        result.more_trials = _more_trials(result, paired, mine, theirs)
+    name = metric if metric != "pass^k" else f"pass^{difference.k}"
     result.reason = (
-        f"{metric if metric != 'pass^k' else f'pass^{k}'} {result.score:.3f} vs baseline "
-        f"{result.baseline_score:.3f} on {len(scored)} common task(s): "
-        f"{'drop' if result.drop >= 0 else 'gain'} {abs(result.drop):.3f} "
-        f"{'>' if bad else '<='} max drop {max_drop:g}"
+        f"{name} {result.score:.3f} vs baseline {result.baseline_score:.3f} on {paired.tasks} common "
+        f"task(s): {'drop' if result.drop >= 0 else 'gain'} {abs(result.drop):.3f}, "
+        f"{confidence:.0%} CI of the drop [{low:.3f}, {high:.3f}] {relation} max drop {max_drop:g} "
+        f"(exact sign-flip p = {paired.test.p_value:.3g})"
     )
+    if result.more_trials is not None:
+        result.reason += "; " + result.more_trials.note
     return result
+
+
+def _more_trials(
+    result: ScoreComparison, paired: PairedComparison, mine: list[SimulationRun], theirs: list[SimulationRun]
+) -> MoreTrials:
+    """The smallest m more trials per task (both sides) whose scaled interval clears max_drop."""
+    assert result.drop_ci is not None
+    low, high = result.drop_ci
+    centre, half = (low + high) / 2, (high - low) / 2
+    gap = abs(centre - result.max_drop)
+    n = paired.trials_per_task
+    m: int | None = None
+    if gap > _TOLERANCE and half > 0:
+        # half * sqrt(n / (n + m)) < gap  <=>  m > n * ((half / gap)^2 - 1)
+        m = max(1, math.floor(n * ((half / gap) ** 2 - 1)) + 1)
+        if m > MAX_SUGGESTED_TRIALS:
+            m = None
+    run_cost, base_cost = mean_trial_cost(mine), mean_trial_cost(theirs)
+    extra = None if m is None else m * paired.tasks
+    cost = None if extra is None or run_cost is None or base_cost is None else extra * (run_cost + base_cost)
+    if m is None:
+        note = ("more trials per task are unlikely to decide it (the drop sits on the threshold); "
+                "compare on more tasks or revisit --max-drop")
+    else:
+        money = "unknown (a price is unknown)" if cost is None else f"${cost:.4f}"
+        note = (f"most likely decided by {m} more trial(s) per task on both sides ({extra} each), "
+                f"costing {money}")
+    return MoreTrials(trials_per_task=m, tasks=paired.tasks, extra_trials=extra, run_trial_cost_usd=run_cost,
+                      baseline_trial_cost_usd=base_cost, cost_usd=cost, note=note)

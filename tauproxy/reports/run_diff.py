@@ -5,6 +5,10 @@ B, which share a seed whenever both runs used the same --seed. Trials left unpai
 example runs whose trial numbers were chosen differently) are then paired by (task_id, seed).
 A trial flipped when it passed on one side and failed on the other; trials that ended in an
 infrastructure error do not count, as in pass^k.
+
+The diff also carries the paired comparison of B against A on their common tasks (`paired.py`):
+the differences in pass^1, pass^k and average reward with paired-bootstrap intervals over tasks,
+and the exact sign-flip test of pass^1, so a handful of flips can be read against the noise.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from tauproxy.reports.divergence import (
     short_value,
 )
 from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, is_success, pass_hat_ks, task_counts
+from tauproxy.reports.paired import PairedComparison, paired_comparison, render_paired
 from tauproxy.store.cassette import Cassette
 
 
@@ -77,6 +82,8 @@ class RunDiff(BaseModel):
     unpaired_b: list[str]
     flips: list[FlippedTrial]
     causes: dict[str, int]
+    # B (the later run) against A (the earlier) on their common tasks; None without one.
+    comparison: PairedComparison | None = None
 
 
 def _side(results: Results) -> RunSide:
@@ -157,6 +164,7 @@ def diff_runs(a: Results, b: Results, cassette_dirs: list[Path] | None = None) -
         a=_side(a), b=_side(b), setting_changes=changes, tasks=_task_passes(a, b), paired=len(pairs),
         unpaired_a=unpaired_a, unpaired_b=unpaired_b, flips=flips,
         causes={cause.value: causes[cause.value] for cause in Cause if causes[cause.value]},
+        comparison=paired_comparison(b, a),
     )
 
 
@@ -197,6 +205,8 @@ def render_diff(diff: RunDiff) -> str:
     regressed = sum(flip.direction == "regressed" for flip in diff.flips)
     lines.append(f"flipped trials: {len(diff.flips)} of {diff.paired} paired "
                  f"({regressed} regressed, {len(diff.flips) - regressed} improved)")
+    if diff.comparison is not None:
+        lines.append(render_paired(diff.comparison, "B", "A"))
     if diff.causes:
         lines.append("causes: " + ", ".join(f"{cause} {count}" for cause, count in diff.causes.items()))
     for flip in diff.flips:

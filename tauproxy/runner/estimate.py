@@ -74,6 +74,10 @@ class Estimate:
     replayed_cost: float = 0.0
     unknown_price_models: list[str] = field(default_factory=list)
     price_source: str = ""
+    # Measured, not assumed: see the module docstring. None when the history has under 4 tasks.
+    p90_coverage: float | None = None
+    coverage_checks: int = 0
+    coverage_of: str = ""
 
 
 @dataclass
@@ -184,22 +188,54 @@ def _replayed(prefixes: dict[str, list[tuple[CallRole, Usage, str]]], coster: _C
 Prefixes = dict[str, list[tuple[CallRole, Usage, str]]]
 
 
+COVERAGE_CHECKS = 40
+COVERAGE_DRAWS = 500
+
+
+class _TwoLevel:
+    """Per draw, a bootstrap of the history: its tasks, then each task's trials (global trial indices)."""
+
+    def __init__(self, past: list[_PastTrial], draws: int, rng: np.random.Generator) -> None:
+        members: dict[str, list[int]] = defaultdict(list)
+        for index, trial in enumerate(past):
+            members[trial.task_id].append(index)
+        self.tasks = list(members)
+        self.draws, self.rng = draws, rng
+        self.level1 = rng.integers(0, len(self.tasks), size=(draws, len(self.tasks)))
+        self.level2 = [np.asarray(members[task])[rng.integers(0, len(members[task]), size=(draws, len(members[task])))]
+                       for task in self.tasks]
+        self.position = {task: i for i, task in enumerate(self.tasks)}
+
+    def picks(self, task_id: str) -> np.ndarray:
+        """One history trial per draw for a planned trial of `task_id`."""
+        rows = np.arange(self.draws)
+        own = self.position.get(task_id)
+        if own is not None:
+            pool = self.level2[own]
+            return pool[rows, self.rng.integers(0, pool.shape[1], size=self.draws)]
+        chosen = self.level1[rows, self.rng.integers(0, len(self.tasks), size=self.draws)]
+        picks = np.empty(self.draws, dtype=np.int64)
+        for task in np.unique(chosen):
+            where = np.nonzero(chosen == task)[0]
+            pool = self.level2[int(task)]
+            picks[where] = pool[where, self.rng.integers(0, pool.shape[1], size=len(where))]
+        return picks
+
+
 def _from_history(
     specs: list[TrialSpec], past: list[_PastTrial], prefixes: Prefixes, coster: _Coster, seed: int
 ) -> Estimate:
-    by_task: dict[str, list[_PastTrial]] = defaultdict(list)
-    for trial in past:
-        by_task[trial.task_id].append(trial)
-    # Per history trial and role, totals of the calls beyond a given replayed prefix length.
     rng = np.random.default_rng(seed)
-    totals = {role: np.zeros((DRAWS, 3)) for role in ROLES}  # calls, tokens, cost
+    sampler = _TwoLevel(past, DRAWS, rng)
+    tables: dict[int, np.ndarray] = {}  # replayed-prefix length -> (past, roles, 3): calls, tokens, cost
+    totals = {role: np.zeros((DRAWS, 3)) for role in ROLES}
     for spec in specs:
-        pool = by_task.get(spec.task.id) or past
         skip = len(prefixes.get(spec.run_id, []))
-        table = np.array([_trial_totals(trial, skip, coster) for trial in pool])  # (pool, roles, 3)
-        picks = rng.integers(0, len(pool), size=DRAWS)
+        if skip not in tables:
+            tables[skip] = np.array([_trial_totals(trial, skip, coster) for trial in past])
+        picks = sampler.picks(spec.task.id)
         for r, role in enumerate(ROLES):
-            totals[role] += table[picks, r, :]
+            totals[role] += tables[skip][picks, r, :]
     est = Estimate(trials=len(specs), confidence="history", basis=f"{len(past)} earlier trials")
     overall = np.zeros(DRAWS)
     for role in ROLES:
@@ -212,7 +248,36 @@ def _from_history(
         )
     est.live_cost_p50, est.live_cost_p90 = float(np.percentile(overall, 50)), float(np.percentile(overall, 90))
     _replayed(prefixes, coster, est)
+    table = tables.get(0)
+    if table is None:
+        table = np.array([_trial_totals(trial, 0, coster) for trial in past])
+    # Tokens when a price is unknown or every price is zero (scripted, local): cost would say nothing.
+    column = 1 if coster.unknown or not table[:, :, 2].any() else 2
+    est.coverage_of = "tokens" if column == 1 else "cost"
+    est.p90_coverage, est.coverage_checks = p90_coverage(past, table[:, :, column].sum(axis=1), seed)
     return est
+
+
+def p90_coverage(past: list[_PastTrial], values: np.ndarray, seed: int,
+                 checks: int = COVERAGE_CHECKS, draws: int = COVERAGE_DRAWS) -> tuple[float | None, int]:
+    """Share of random task halvings whose held-out total is at most the p90 the other half predicts."""
+    tasks = list(dict.fromkeys(trial.task_id for trial in past))
+    if len(tasks) < 4:
+        return None, 0
+    rng = np.random.default_rng(seed + 1)
+    hits = 0
+    for _ in range(checks):
+        order = rng.permutation(len(tasks))
+        pilot = {tasks[i] for i in order[: len(tasks) // 2]}
+        kept = [i for i, trial in enumerate(past) if trial.task_id in pilot]
+        held = [i for i, trial in enumerate(past) if trial.task_id not in pilot]
+        sampler = _TwoLevel([past[i] for i in kept], draws, rng)
+        pilot_values = values[kept]
+        total = np.zeros(draws)
+        for index in held:
+            total += pilot_values[sampler.picks(past[index].task_id)]  # a task the pilot never saw
+        hits += float(values[held].sum()) <= float(np.percentile(total, 90))
+    return hits / checks, checks
 
 
 def _trial_totals(trial: _PastTrial, skip: int, coster: _Coster) -> list[list[float]]:

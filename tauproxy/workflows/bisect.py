@@ -145,6 +145,8 @@ def bisect_configs(
     end_step = search.evaluate(last)
     if end_step.verdict is Verdict.SKIP:
         raise ConfigError(f"the last config cannot be tested: {end_step.reason}")
+    if end_step.verdict is Verdict.UNDECIDED:
+        raise ConfigError(f"cannot tell yet whether the last config is bad: {end_step.reason}")
 
     def result(status: Literal["found", "last_not_bad", "ambiguous"], bad: int | None,
                candidates: list[int], message: str) -> BisectResult:
@@ -168,7 +170,7 @@ def bisect_configs(
         middle = (good + bad) // 2
         pick = min(untried, key=lambda i: (abs(i - middle), i))  # nearest the middle, like git bisect skip
         verdict = search.evaluate(pick).verdict
-        if verdict is Verdict.SKIP:
+        if verdict in (Verdict.SKIP, Verdict.UNDECIDED):  # undecided: cannot tell yet, like git's skip
             skipped.add(pick)
         elif verdict is Verdict.BAD:
             bad = pick

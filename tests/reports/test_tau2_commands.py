@@ -155,7 +155,11 @@ def test_check_judges_tau2_runs_with_bisect_exit_codes(tmp_path: Path) -> None:
     assert run_cli("check", str(path), "--baseline", str(path), check=False).returncode == 0
     data = fixture_data()
     worse = write(tmp_path / "worse.json", degraded(data, passing_tasks(data)[:5]))
-    bad = run_cli("check", str(worse), "--baseline", str(path), "--json", check=False)
+    # 5 of 50 tasks failing outright: a drop of 0.1 whose 95% interval straddles the default max drop
+    # 0.05, so it is undecided (125), and bad against a max drop of 0.
+    unsure = run_cli("check", str(worse), "--baseline", str(path), "--json", check=False)
+    assert unsure.returncode == 125 and json.loads(unsure.stdout)["verdict"] == "undecided", unsure.stderr
+    bad = run_cli("check", str(worse), "--baseline", str(path), "--max-drop", "0", "--json", check=False)
     assert bad.returncode == 1, bad.stderr
     verdict = json.loads(bad.stdout)
     assert verdict["verdict"] == "bad" and verdict["score"] == pytest.approx(0.3)

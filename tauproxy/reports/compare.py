@@ -1,0 +1,111 @@
+"""Runs of different agents side by side: each its own report, plus paired comparisons between them.
+
+`report A --against B` compares A (the candidate) with B (the baseline). `report R1 R2 ...` whose
+runs were made by different agents (agent model, args or prompt hash differ) compares them the same
+way instead of merging them into one score: the runs are grouped by agent (trials of one agent
+are merged by (task, seed) as before), in the order first given, and every later group is compared
+with the first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from tauproxy.data_model.result import ModelInfo, Results
+from tauproxy.reports.merge import merge_results
+from tauproxy.reports.paired import PairedComparison, paired_comparison, render_paired
+from tauproxy.reports.summary import ReportSummary, summarize
+from tauproxy.results.provenance import SourcedResults
+
+
+class ComparedRun(BaseModel):
+    label: str
+    sources: list[str]
+    agent: ModelInfo
+    summary: ReportSummary
+
+
+class RunComparison(BaseModel):
+    """`candidate` - `baseline` (labels of `SideBySide.runs`); None when they share no scored task."""
+
+    candidate: str
+    baseline: str
+    comparison: PairedComparison | None
+
+
+class SideBySide(BaseModel):
+    runs: list[ComparedRun]
+    comparisons: list[RunComparison]
+
+
+def agent_identity(results: Results) -> str:
+    """What makes two runs the same agent: model, args (connection settings are never kept) and prompt."""
+    agent = results.info.agent_info
+    return json.dumps({"llm": agent.llm, "llm_args": agent.llm_args,
+                       "system_prompt_sha256": agent.system_prompt_sha256,
+                       "implementation": agent.implementation}, sort_keys=True, default=str)
+
+
+def group_by_agent(loaded: Sequence[tuple[str, SourcedResults]]) -> list[tuple[str, Results]]:
+    """(label, results) per agent, in first-given order; one agent's runs merged by (task, seed)."""
+    groups: dict[str, list[tuple[str, SourcedResults]]] = {}
+    for name, results in loaded:
+        groups.setdefault(agent_identity(results), []).append((name, results))
+    out: list[tuple[str, Results]] = []
+    for members in groups.values():
+        names = [name for name, _ in members]
+        merged: Results = (members[0][1] if len(members) == 1
+                           else merge_results([r for _, r in members], sources=names))
+        out.append((" + ".join(names), merged))
+    return out
+
+
+def side_by_side(runs: Sequence[tuple[str, Results]], seed: int = 0) -> SideBySide:
+    """Summaries of every run and the paired comparison of each later run with the first."""
+    compared = [ComparedRun(label=label, sources=[label], agent=results.info.agent_info,
+                            summary=summarize(results)) for label, results in runs]
+    base_label, base = runs[0]
+    comparisons = [RunComparison(candidate=label, baseline=base_label,
+                                 comparison=paired_comparison(results, base, seed=seed))
+                   for label, results in runs[1:]]
+    return SideBySide(runs=compared, comparisons=comparisons)
+
+
+def _model(model: ModelInfo) -> str:
+    args = f" {json.dumps(model.llm_args, sort_keys=True)}" if model.llm_args else ""
+    prompt = f" (prompt {model.system_prompt_sha256[:12]})" if model.system_prompt_sha256 else ""
+    return f"{model.llm}{args}{prompt}"
+
+
+def _cost(summary: ReportSummary) -> str:
+    live = summary.cost.live_usd
+    return "unknown" if live is None else f"${live:.4f}"
+
+
+def render_side_by_side(report: SideBySide) -> str:
+    """Plain text: one block of scores per run, then each comparison."""
+    lines: list[str] = []
+    ks = sorted({int(k) for run in report.runs for k in run.summary.pass_hat_k})
+    for index, run in enumerate(report.runs):
+        summary = run.summary
+        role = "baseline" if index == 0 else "candidate"
+        lines.append(f"[{role}] {run.label}: agent {_model(run.agent)}")
+        scores = []
+        for k in ks:
+            value = summary.pass_hat_k.get(str(k))
+            interval = summary.pass_hat_k_ci.get(str(k))
+            if value is not None:
+                ci = f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""
+                scores.append(f"pass^{k} {value:.3f}{ci}")
+        lines.append(f"  {summary.num_tasks} tasks x {summary.num_trials} trials; " + "; ".join(scores))
+        lines.append(f"  avg reward {summary.avg_reward:.3f}; live cost {_cost(summary)}; "
+                     f"calls live/replayed {summary.calls.live}/{summary.calls.replayed}")
+    for item in report.comparisons:
+        if item.comparison is None:
+            lines.append(f"{item.candidate} vs {item.baseline}: no scored task in common")
+        else:
+            lines.append(render_paired(item.comparison, item.candidate, item.baseline))
+    return "\n".join(lines)
