@@ -23,14 +23,31 @@ def list_command(json_output: Annotated[bool, flag("--json")] = False) -> None:
         pack = load_pack(name)
         rows.append({"name": name, "tasks": len(pack.tasks), "agent_tools": len(pack.agent_tools()),
                      "user_tools": len(pack.user_tools()), "dual_control": pack.is_dual_control})
+    rows.extend(_tau2_rows())
     if json_output:
         print_json(rows)
         return
     for row in rows:
         out_console.print(
-            f"{row['name']:<10} {row['tasks']:>4} tasks  {row['agent_tools']:>3} agent tools  "
+            f"{row['name']:<12} {row['tasks']:>4} tasks  {row['agent_tools']:>3} agent tools  "
             f"{row['user_tools']:>3} user tools" + ("  (dual control)" if row["dual_control"] else "")
         )
+
+
+def _tau2_rows() -> list[dict[str, Any]]:
+    """τ²-bench's own domains (tau2/<name>), when the tau2 extra is installed."""
+    from tauproxy.tau2bench.domain import describe
+    from tauproxy.tau2bench.peer import DOMAINS, PREFIX, is_installed
+
+    if not is_installed():
+        return []
+    rows = []
+    for name in DOMAINS:
+        shown = describe(PREFIX + name)
+        rows.append({"name": shown["name"], "tasks": len(shown["tasks"]), "agent_tools": len(shown["agent_tools"]),
+                     "user_tools": len(shown["user_tools"]), "dual_control": shown["dual_control"],
+                     "engine": shown["engine"]})
+    return rows
 
 
 def _tool_row(function: Any) -> dict[str, str]:
@@ -41,27 +58,33 @@ def _tool_row(function: Any) -> dict[str, str]:
 def show_command(name: str, json_output: Annotated[bool, flag("--json")] = False) -> None:
     """Show one pack: its tools and tasks."""
     from tauproxy.domain.pack import load_pack
+    from tauproxy.tau2bench.domain import describe
+    from tauproxy.tau2bench.peer import is_tau2_domain
     from tauproxy_cli.output import out_console, print_json
 
-    pack = load_pack(name)
-    data: dict[str, Any] = {
-        "name": pack.name,
-        "root": str(pack.root),
-        "content_sha256": pack.content_sha256,
-        "agent_tools": [_tool_row(f) for f in pack.agent_tools()],
-        "user_tools": [_tool_row(f) for f in pack.user_tools()],
-        "tasks": [t.id for t in pack.tasks],
-    }
+    if is_tau2_domain(name):  # τ²-bench's own domain, from the installed package
+        data: dict[str, Any] = describe(name)
+    else:
+        pack = load_pack(name)
+        data = {
+            "name": pack.name,
+            "root": str(pack.root),
+            "content_sha256": pack.content_sha256,
+            "agent_tools": [_tool_row(f) for f in pack.agent_tools()],
+            "user_tools": [_tool_row(f) for f in pack.user_tools()],
+            "tasks": [t.id for t in pack.tasks],
+        }
     if json_output:
         print_json(data)
         return
-    out_console.print(f"[bold]{pack.name}[/] ({pack.root})  sha256 {pack.content_sha256[:12]}")
+    out_console.print(f"[bold]{data['name']}[/] ({data['root']})  sha256 {data['content_sha256'][:12]}")
     for side in ("agent_tools", "user_tools"):
         for tool in data[side]:
             out_console.print(f"  {side[:-6]:<6} {tool['kind']:<5} {tool['name']}: {tool['description']}")
-    shown = data["tasks"][:SHOWN_TASKS]
-    more = f", ... and {len(pack.tasks) - len(shown)} more (--json lists all)" if len(pack.tasks) > len(shown) else ""
-    out_console.print(f"  {len(pack.tasks)} tasks: " + ", ".join(shown) + more)
+    tasks = data["tasks"]
+    shown = tasks[:SHOWN_TASKS]
+    more = f", ... and {len(tasks) - len(shown)} more (--json lists all)" if len(tasks) > len(shown) else ""
+    out_console.print(f"  {len(tasks)} tasks: " + ", ".join(shown) + more)
 
 
 @app.command("check")

@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("store", "domain", "results"),  # cassettes, domain packs, run directories
     ("proxy",),  # transports, pricing, the one cache layer, the model client
     ("engine",),
+    ("tau2bench",),  # τ²-bench's own engine driven in-process, its model calls through ours
     ("runner", "reports"),  # beside each other: neither imports the other
     ("workflows",),  # bisect and domain check: runs and reports combined
     ("serve",),

@@ -109,6 +109,8 @@ class RunInfo(BaseModel):
     cassette: str | None = None
     record_mode: str | None = None
     price_source: str | None = None
+    # What ran the trials: None for tauproxy's own engine, "tau2 26.3" for τ²-bench's (tauproxy/tau2bench).
+    engine: str | None = None
 
 
 class Results(BaseModel):

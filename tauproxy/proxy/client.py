@@ -7,7 +7,17 @@ show per call whether it was live or replayed and what it cost.
 
 from __future__ import annotations
 
-from tauproxy.data_model.call import CallRecord, CallRole, ModelCall, ModelRequest, ModelResponse
+from typing import Any
+
+from tauproxy.data_model.call import (
+    CallRecord,
+    CallRole,
+    ConnectionSettings,
+    ModelCall,
+    ModelRequest,
+    ModelResponse,
+)
+from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.key import Occurrences, TrialScope, identify
 from tauproxy.data_model.wire import request_to_wire
 from tauproxy.errors import InfrastructureError, ModelCallError
@@ -24,7 +34,24 @@ class ModelClient:
         self.records: list[CallRecord] = []
 
     def complete(self, request: ModelRequest, role: CallRole) -> ModelResponse:
-        call = self.prepare(request, role)
+        return self._send(self.prepare(request, role), request.model).response
+
+    def complete_wire(
+        self,
+        wire: dict[str, Any],
+        role: CallRole,
+        scope: TrialScope,
+        connection: ConnectionSettings,
+        upstream_model: str | None = None,
+    ) -> Completion:
+        """A request body another harness built (τ²-bench's own agent and user, tauproxy/tau2bench),
+        identified as `tauproxy serve` identifies a request without a scope header: one sample per
+        request in `scope`, no occurrence counting, so the two share one cassette."""
+        identity, _ = identify(wire, scope, None)
+        call = ModelCall(wire, identity, role, len(self.records), connection=connection, upstream_model=upstream_model)
+        return self._send(call, upstream_model or str(wire["model"]))
+
+    def _send(self, call: ModelCall, model: str) -> Completion:
         try:
             completion = self._transport.complete(call)
         except InfrastructureError:
@@ -33,15 +60,15 @@ class ModelClient:
             # Whatever goes wrong under this seam (an unknown model name, a provider SDK's own
             # exception, a transport's bug) is the infrastructure's failure, never the agent's: the
             # trial must be excluded, not scored 0 as if the agent had erred.
-            raise ModelCallError(f"{request.model}: {type(exc).__name__}: {exc}") from exc
+            raise ModelCallError(f"{model}: {type(exc).__name__}: {exc}") from exc
         usage = completion.usage
         # The cassette layer has priced it; without a cassette the same rule prices it here.
         cost = completion.cost or self._pricing.call_cost(call, usage)
         self.records.append(
             CallRecord(
                 index=call.call_index,
-                role=role,
-                model=request.model,
+                role=call.role,
+                model=model,
                 key=call.key,
                 sample_key=call.sample_key,
                 source=completion.source,
@@ -51,7 +78,7 @@ class ModelClient:
                 latency_s=round(completion.latency_s, 6),
             )
         )
-        return completion.response
+        return completion
 
     def prepare(self, request: ModelRequest, role: CallRole) -> ModelCall:
         wire = request_to_wire(request)

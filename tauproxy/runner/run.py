@@ -28,6 +28,7 @@ from tauproxy.runner.prepared import PreparedRun, ProgressCallback
 from tauproxy.runner.stack import build_transport, transport_warnings
 from tauproxy.runner.trial import TrialSpec
 from tauproxy.store.format import CALLS_FILE
+from tauproxy.tau2bench.peer import is_tau2_domain
 
 
 def trial_seeds(run_seed: int, num_trials: int) -> list[int]:
@@ -53,6 +54,16 @@ def select_tasks(pack: DomainPack, config: RunConfig) -> list[Task]:
 
 
 def run_info(pack: DomainPack, config: RunConfig, seeds: list[int], pricing: Pricing) -> RunInfo:
+    if is_tau2_domain(config.domain):
+        from tauproxy.tau2bench.plan import agent_prompt_sha256, engine
+
+        info = _run_info(pack, config, seeds, pricing)
+        agent_info = info.agent_info.model_copy(update={"system_prompt_sha256": agent_prompt_sha256(config.domain)})
+        return info.model_copy(update={"engine": engine(), "agent_info": agent_info})
+    return _run_info(pack, config, seeds, pricing)
+
+
+def _run_info(pack: DomainPack, config: RunConfig, seeds: list[int], pricing: Pricing) -> RunInfo:
     return RunInfo(
         tauproxy_version=__version__,
         domain=pack.name,
@@ -101,6 +112,8 @@ def check_models(config: RunConfig, tasks: list[Task]) -> None:
         check_model("agent", config.agent.model, config.agent.connection(), live)
     if not config.solo:
         check_model("user", config.user.model, config.user.connection(), live)
+    if is_tau2_domain(config.domain):
+        return  # `tau2 run` grades no NL assertion, so no judge is called
     if any(task.evaluation_criteria and task.evaluation_criteria.nl_assertions for task in tasks):
         check_model("judge", config.judge.model, config.judge.connection(), live)
 
@@ -109,17 +122,38 @@ def prepare(config: RunConfig) -> PreparedRun:
     if config.agent_impl:
         load_agent_factory(config.agent_impl)  # fail before the first trial, not inside it
     check_executor(config)
-    pack = load_pack(config.domain, config.tasks_file)
+    pack = _load_domain(config)
     tasks = select_tasks(pack, config)
     check_trial_plan(config, len(tasks))  # before anything per trial is built
     check_models(config, tasks)
-    seeds = trial_seeds(config.seed, config.num_trials)
+    seeds = _seeds(config)
     pricing = Pricing.from_file(config.prices)
     info = run_info(pack, config, seeds, pricing)
     results_dir = ResultsDir(config.save_to) if config.save_to else None
     finished = results_dir.prepare(info, tasks) if results_dir else {}
     specs = [TrialSpec(task, trial, seeds[trial]) for task in tasks for trial in range(config.num_trials)]
     return PreparedRun(config, pack, tasks, specs, pricing, info, results_dir, finished)
+
+
+def _load_domain(config: RunConfig) -> DomainPack:
+    """Our pack, or a τ²-bench domain (`tau2/<name>[:<split>]`) loaded from the installed package."""
+    if not is_tau2_domain(config.domain):
+        return load_pack(config.domain, config.tasks_file)
+    from tauproxy.tau2bench.plan import check_tau2_run, load_for_run
+
+    check_tau2_run(agent_model=config.agent.model, user_model=config.user.model, solo=config.solo,
+                   custom_prompt=config.agent_prompt.custom is not None, agent_impl=config.agent_impl,
+                   tasks_file=config.tasks_file, executor=config.executor)
+    return load_for_run(config.domain, config.solo)
+
+
+def _seeds(config: RunConfig) -> list[int]:
+    """Per-trial seeds: τ²-bench's scheme for its domains (so requests match `tau2 run`'s), ours otherwise."""
+    if is_tau2_domain(config.domain):
+        from tauproxy.tau2bench.plan import tau2_trial_seeds
+
+        return tau2_trial_seeds(config.seed, config.num_trials)
+    return trial_seeds(config.seed, config.num_trials)
 
 
 def execute(config: RunConfig, progress: ProgressCallback | None = None) -> RunOutcome:

@@ -23,6 +23,7 @@ from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 from tauproxy.redact import redact_text
 from tauproxy.runner.config import RunConfig
+from tauproxy.tau2bench.peer import is_tau2_domain
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,11 @@ class TrialSpec:
 def run_trial(
     spec: TrialSpec, pack: DomainPack, config: RunConfig, transport: Transport, pricing: Pricing
 ) -> SimulationRun:
+    if is_tau2_domain(pack.name):  # τ²-bench runs the trial itself (tauproxy/tau2bench/trial.py)
+        from tauproxy.tau2bench.trial import run_tau2_trial
+
+        return run_tau2_trial(pack.name, spec.task.id, spec.trial, spec.seed, config.agent, config.user,
+                              config.max_steps, config.max_errors, transport, pricing, solo=config.solo)
     started = time.perf_counter()
     client = ModelClient(transport, pricing, TrialScope(task_id=spec.task.id, trial=spec.trial))
     factory = load_agent_factory(config.agent_impl) if config.agent_impl else llm_agent

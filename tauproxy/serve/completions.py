@@ -35,9 +35,9 @@ from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.recorder import CassetteTransport
 from tauproxy.proxy.transport import Transport
+from tauproxy.results.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
 from tauproxy.serve.config import UpstreamMap
 from tauproxy.serve.errors import HttpError
-from tauproxy.results.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
 from tauproxy.serve.identity import DEFAULT_SCOPE
 from tauproxy.serve.roles import recognise_role
 from tauproxy.serve.runlog import RunLog, RunLogLine

@@ -1,0 +1,158 @@
+"""A τ²-bench domain loaded from the installed package, in the shape tauproxy's runner plans with.
+
+`load_tau2_pack("tau2/airline")` gives a `DomainPack` whose tasks are τ²-bench's (read into our task
+model, the same reader `report` uses for τ² files), whose policy is the environment's own and whose
+content hash covers the τ² version, the split, the tasks, the policy and the tool schemas. It has no
+functions of ours: the tools run on τ²-bench's environment (tauproxy/tau2bench/trial.py), which
+keeps the original task objects (`Tau2Domain.tasks`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tauproxy.data_model.task import Task
+from tauproxy.data_model.tool import ToolSchema
+from tauproxy.domain.pack import DomainPack
+from tauproxy.domain.state import BaseState
+from tauproxy.errors import ConfigError
+from tauproxy.results.tau2_format import tau2_to_results
+from tauproxy.tau2bench.peer import Tau2Domain, installed_version, load_tau2, parse_domain, registry
+
+
+@dataclass(frozen=True)
+class Tau2Catalog:
+    """One τ²-bench domain and split as loaded: its original tasks and what the runner needs."""
+
+    domain: Tau2Domain
+    version: str
+    tasks: dict[str, Any]  # task id -> tau2.data_model.tasks.Task, in τ²'s order
+    policy: str
+    agent_tools: list[dict[str, Any]]  # OpenAI schemas, as τ²'s agent sends them
+    user_tools: list[dict[str, Any]]
+    agent_system_prompt: str
+    root: Path
+    content_sha256: str
+
+    def task(self, task_id: str) -> Any:
+        try:
+            return self.tasks[task_id]
+        except KeyError:
+            raise ConfigError(f"domain {self.domain.name!r} has no task {task_id!r}") from None
+
+
+@lru_cache(maxsize=16)
+def load_catalog(name: str) -> Tau2Catalog:
+    domain = parse_domain(name)
+    version = load_tau2()
+    from tau2.agent.llm_agent import LLMAgent
+    from tau2.run import load_task_splits, load_tasks
+    from tau2.utils.utils import DATA_DIR
+
+    splits = load_task_splits(domain.domain)
+    if splits is not None and domain.split not in splits:
+        raise ConfigError(
+            f"τ²-bench domain {domain.domain!r} has no task split {domain.split!r} "
+            f"(splits: {', '.join(sorted(splits))}; name one as tau2/{domain.domain}:<split>)"
+        )
+    try:
+        tasks = load_tasks(task_set_name=domain.domain, task_split_name=domain.split)
+    except ValueError as exc:  # mock has no splits file entry for an unknown split
+        raise ConfigError(f"τ²-bench domain {domain.domain!r}: {exc}") from None
+    environment = registry().get_env_constructor(domain.domain)()
+    tools = environment.get_tools()
+    try:
+        user_tools = environment.get_user_tools()
+    except Exception:  # τ²'s run_task treats a domain without user tools the same way
+        user_tools = []
+    policy = environment.get_policy()
+    agent = LLMAgent(tools=tools, domain_policy=policy, llm="unused", llm_args={})
+    agent_schemas = [tool.openai_schema for tool in tools]
+    user_schemas = [tool.openai_schema for tool in user_tools or []]
+    task_dumps = [_without_timestamps(task.model_dump(mode="json")) for task in tasks]
+    digest = hashlib.sha256(
+        json.dumps(
+            {"tau2": version, "domain": domain.domain, "split": domain.split, "tasks": task_dumps,
+             "policy": policy, "agent_tools": agent_schemas, "user_tools": user_schemas},
+            sort_keys=True, default=str,
+        ).encode()
+    ).hexdigest()
+    return Tau2Catalog(
+        domain=domain,
+        version=version,
+        tasks={task.id: task for task in tasks},
+        policy=policy,
+        agent_tools=agent_schemas,
+        user_tools=user_schemas,
+        agent_system_prompt=agent.system_prompt,
+        root=Path(DATA_DIR) / "tau2" / "domains" / domain.domain,
+        content_sha256=digest,
+    )
+
+
+def _without_timestamps(value: Any) -> Any:
+    """τ² stamps a task's message history with the time it was loaded: not content, so not hashed."""
+    if isinstance(value, dict):
+        return {k: _without_timestamps(v) for k, v in value.items() if k != "timestamp"}
+    if isinstance(value, list):
+        return [_without_timestamps(v) for v in value]
+    return value
+
+
+def our_tasks(catalog: Tau2Catalog) -> list[Task]:
+    """τ²'s tasks in our task model (fields we do not model dropped), for results and reports."""
+    document = {
+        "info": {"environment_info": {"domain_name": catalog.domain.domain}},
+        "tasks": [task.model_dump(mode="json") for task in catalog.tasks.values()],
+        "simulations": [],
+    }
+    converted = {task.id: task for task in tau2_to_results(document, source=catalog.domain.name).tasks}
+    # A task our model cannot read still runs on τ²'s side; it is kept by id with its user scenario.
+    return [converted.get(str(task_id)) or _bare_task(str(task_id)) for task_id in catalog.tasks]
+
+
+def _bare_task(task_id: str) -> Task:
+    return Task.model_validate({"id": task_id, "user_scenario": {"instructions": "(τ²-bench task; see the package)"}})
+
+
+def load_tau2_pack(name: str) -> DomainPack:
+    """The runner's view of a τ²-bench domain (no functions of ours: τ²'s environment runs the tools)."""
+    catalog = load_catalog(name)
+    return DomainPack(
+        name=catalog.domain.name,
+        root=catalog.root,
+        policy=catalog.policy,
+        tasks=our_tasks(catalog),
+        functions={},
+        base_state=BaseState({}),
+        content_sha256=catalog.content_sha256,
+    )
+
+
+def tool_schemas(raw: list[dict[str, Any]]) -> list[ToolSchema]:
+    return [ToolSchema.model_validate(schema) for schema in raw]
+
+
+def describe(name: str) -> dict[str, Any]:
+    """What `tauproxy domains list | show` print for a τ²-bench domain."""
+    catalog = load_catalog(name)
+    return {
+        "name": catalog.domain.name,
+        "engine": f"tau2 {installed_version()}",
+        "root": str(catalog.root),
+        "content_sha256": catalog.content_sha256,
+        "agent_tools": [_tool_row(s, "agent") for s in catalog.agent_tools],
+        "user_tools": [_tool_row(s, "user") for s in catalog.user_tools],
+        "tasks": list(catalog.tasks),
+        "dual_control": bool(catalog.user_tools),
+    }
+
+
+def _tool_row(schema: dict[str, Any], side: str) -> dict[str, str]:
+    function = schema.get("function") or {}
+    return {"name": str(function.get("name")), "kind": side, "description": str(function.get("description") or "")}

