@@ -31,3 +31,12 @@ def test_mypy_strict_is_clean(tmp_path: Path) -> None:
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+
+
+def test_ruff_is_clean() -> None:
+    pytest.importorskip("ruff")
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "tauproxy", "cli", "tests", "bench", "domains"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-1000:]

@@ -9,9 +9,9 @@ from tauproxy.data_model.call import Usage
 from tauproxy.data_model.key import TrialScope
 from tauproxy.data_model.message import Message, ToolCall
 from tauproxy.data_model.result import ModelInfo, Results, RunInfo, SimulationRun, TerminationReason
+from tauproxy.results.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
 from tauproxy.results.run_log import RunLogLine
 from tauproxy.results.run_log_join import annotate_results_with_log, join_run_log
-from tauproxy.results.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
 
 GREETING = "Hi! How can I help you today?"
 AGENT_SYSTEM = "agent policy"
