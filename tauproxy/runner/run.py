@@ -27,6 +27,7 @@ from tauproxy.runner.executors import check_executor, open_executor
 from tauproxy.runner.prepared import PreparedRun, ProgressCallback
 from tauproxy.runner.stack import build_transport, transport_warnings
 from tauproxy.runner.trial import TrialSpec
+from tauproxy.store.cassette import check_writable
 from tauproxy.store.format import CALLS_FILE
 from tauproxy.tau2bench.peer import is_tau2_domain
 
@@ -126,6 +127,8 @@ def prepare(config: RunConfig) -> PreparedRun:
     tasks = select_tasks(pack, config)
     check_trial_plan(config, len(tasks))  # before anything per trial is built
     check_models(config, tasks)
+    if config.cassette is not None and config.record_mode != RecordMode.OFF and goes_live(config):
+        check_writable(config.cassette)  # before the first trial, not at its first paid answer
     seeds = _seeds(config)
     pricing = Pricing.from_file(config.prices)
     info = run_info(pack, config, seeds, pricing)

@@ -20,8 +20,6 @@ def build_transport(config: RunConfig, pack: DomainPack, pricing: Pricing | None
     cassette = Cassette.open(config.cassette, create=config.record_mode != RecordMode.REPLAY)
     mode = config.record_mode.resolved(cassette.is_empty())
     live = router if mode.goes_live else None
-    if mode.goes_live:
-        cassette.check_writable()
     return CassetteTransport(cassette, mode, live, pricing or Pricing.from_file(config.prices))
 
 

@@ -193,22 +193,6 @@ class Cassette:
         cassette._index(scan_bytes(cassette.file, data))
         return cassette
 
-    def check_writable(self) -> None:
-        """Raise CassetteError now if a call could not be appended (read-only file or directory).
-
-        Checked before a run that may go live, so an unwritable cassette is one line before the first
-        trial, not a paid answer that cannot be kept in the middle of one.
-        """
-        self._refuse_if_snapshot("write")
-        try:
-            with locked(self.directory):
-                fd = os.open(self.file, os.O_WRONLY | os.O_APPEND)
-                os.close(fd)
-        except CassetteError:
-            raise
-        except OSError as exc:
-            raise CassetteError(f"cassette {self.directory} is not writable: {exc.strerror or exc}") from None
-
     def read_bytes(self) -> bytes:
         """The file's bytes as they are now, read under the lock (never a write in progress)."""
         with self._lock, locked(self.directory, read_only_ok=True):
@@ -645,6 +629,24 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def check_writable(directory: Path) -> None:
+    """Raise a one-line CassetteError now if calls could not be appended to the cassette at
+    `directory` (created if absent), without reading it.
+
+    Checked before a run that may go live, so an unwritable cassette (read-only mount, no
+    permission) is one line before the first trial, not a paid answer that cannot be kept.
+    """
+    directory = Path(directory).absolute()
+    try:
+        if not (directory / CALLS_FILE).exists():
+            Cassette._create(directory)
+        with locked(directory):
+            os.close(os.open(directory / CALLS_FILE, os.O_WRONLY | os.O_APPEND))
+    except (CassetteError, OSError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CassetteError(f"cassette {directory} is not writable: {reason}") from None
 
 
 def fsync_dir(directory: Path) -> None:
