@@ -3,7 +3,12 @@
 It is a real HTTP server, so the code under test exercises its genuine transport (httpx, the
 openai SDK, litellm) rather than a mock. Every response body is a pure function of the request
 body, unless ``noise`` is switched on, which is what lets cassette record/replay tests tell a
-replayed answer from a fresh one.
+replayed answer from a fresh one. Two more switches, off by default, shape answers the way real
+models do: ``loose_json`` writes tool-call arguments as non-canonical JSON (indented, keys in
+reverse order), so a test can check that a proxy hands them on byte for byte; ``user_tools`` lets
+the user simulator call one of its own tools first (a read-only one where the name says so, as in
+τ²-bench's telecom phone) and then say what it saw, so conversations that start alike part ways
+at a tool result of their own.
 
 Run standalone with ``python tests/stub_upstream.py --port N [--host 127.0.0.1]``; it prints
 ``READY http://HOST:PORT/v1`` once listening.
@@ -44,7 +49,7 @@ AGENT_FALLBACK = "How can I help you further?"
 # same ids, so the assembled stream can equal the non-streamed message exactly.
 _TRANSPORT_KEYS = frozenset({"stream", "stream_options"})
 _EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
-_CONFIG_KEYS = frozenset({"fail_status", "fail_count", "delay_s", "noise"})
+_CONFIG_KEYS = frozenset({"fail_status", "fail_count", "delay_s", "noise", "loose_json", "user_tools"})
 _ERROR_KINDS: dict[int, tuple[str, str]] = {
     400: ("invalid_request_error", "invalid_request"),
     401: ("authentication_error", "invalid_api_key"),
@@ -70,6 +75,8 @@ class _Config:
     fail_count: int = 0
     delay_s: float = 0.0
     noise: bool = False
+    loose_json: bool = False
+    user_tools: bool = False
 
 
 @dataclass
@@ -83,6 +90,7 @@ class _State:
     noise_counter: int = 0
     requests: list[dict[str, Any]] = field(default_factory=list)
     request_headers: list[dict[str, str]] = field(default_factory=list)
+    responses: list[dict[str, Any]] = field(default_factory=list)
 
     def configure(self, config: dict[str, Any]) -> None:
         update = _validate_config(config)
@@ -101,6 +109,7 @@ class _State:
             self.noise_counter = 0
             self.requests.clear()
             self.request_headers.clear()
+            self.responses.clear()
 
     def stats(self) -> dict[str, Any]:
         with self.lock:
@@ -130,10 +139,11 @@ def _validate_config(config: dict[str, Any]) -> dict[str, Any]:
         if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
             raise StubConfigError(f"delay_s must be a non-negative number, got {delay!r}")
         out["delay_s"] = float(delay)
-    if "noise" in config:
-        if not isinstance(config["noise"], bool):
-            raise StubConfigError(f"noise must be a boolean, got {config['noise']!r}")
-        out["noise"] = config["noise"]
+    for key in ("noise", "loose_json", "user_tools"):
+        if key in config:
+            if not isinstance(config[key], bool):
+                raise StubConfigError(f"{key} must be a boolean, got {config[key]!r}")
+            out[key] = config[key]
     return out
 
 
@@ -213,9 +223,13 @@ def _judge_content(messages: list[dict[str, Any]], noise: int | None) -> str:
     return json.dumps({"results": results})
 
 
-def _user_content(messages: list[dict[str, Any]]) -> str:
-    own_turns = sum(1 for m in messages if m.get("role") == "assistant")
+def _user_content(messages: list[dict[str, Any]], user_tools: bool = False) -> str:
+    # With user_tools its own tool calls are not turns, and its first words say what its tool showed.
+    own_turns = sum(1 for m in messages if m.get("role") == "assistant" and not (user_tools and m.get("tool_calls")))
     if own_turns == 0:
+        last = messages[-1] if messages else {}
+        if user_tools and last.get("role") == "tool":
+            return f"{USER_OPENING} My phone shows: {_text_of(last.get('content'))[:80]}"
         return USER_OPENING
     if own_turns <= 2:
         return USER_CONFIRM
@@ -273,7 +287,29 @@ def _fill_param(name: str, schema: dict[str, Any], email: str) -> Any:
     return defaults.get(kind, "x")
 
 
-def _tool_call(body: dict[str, Any], digest: str) -> dict[str, Any]:
+def _user_tool_call(body: dict[str, Any], digest: str) -> dict[str, Any] | None:
+    """The user simulator's one call of its own tools (``user_tools``): before its first words, once."""
+    messages = body["messages"]
+    tools = body.get("tools")
+    if not tools or body.get("tool_choice") == "none" or any(m.get("tool_calls") for m in messages):
+        return None
+    if not messages or messages[-1].get("role") != "user":
+        return None
+    functions = [t.get("function") or {} for t in tools if isinstance(t, dict)]
+    free = [fn for fn in functions if not (fn.get("parameters") or {}).get("required")]
+    if not free:
+        return None
+    fn = next((fn for fn in free if "status" in str(fn.get("name", ""))), free[0])
+    return {"id": f"call_{digest[:8]}", "type": "function", "function": {"name": fn.get("name", ""), "arguments": "{}"}}
+
+
+def _arguments_json(args: dict[str, Any], loose: bool) -> str:
+    if loose:  # as some models write them: indented, keys in an order of their own, a trailing newline
+        return json.dumps(dict(reversed(list(args.items()))), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _tool_call(body: dict[str, Any], digest: str, loose_json: bool = False) -> dict[str, Any]:
     messages = body["messages"]
     fn = _pick_tool(body["tools"], body.get("tool_choice"))
     params = fn.get("parameters") or {}
@@ -287,26 +323,29 @@ def _tool_call(body: dict[str, Any], digest: str) -> dict[str, Any]:
         "type": "function",
         "function": {
             "name": fn.get("name", ""),
-            "arguments": json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+            "arguments": _arguments_json(args, loose_json),
         },
     }
 
 
-def _agent_message(body: dict[str, Any], digest: str) -> dict[str, Any]:
+def _agent_message(body: dict[str, Any], digest: str, loose_json: bool = False) -> dict[str, Any]:
     messages = body["messages"]
     last = messages[-1] if messages else {}
     role = last.get("role")
     tools = body.get("tools")
     if tools and body.get("tool_choice") != "none" and role == "user":
-        return {"role": "assistant", "content": None, "tool_calls": [_tool_call(body, digest)]}
+        return {"role": "assistant", "content": None, "tool_calls": [_tool_call(body, digest, loose_json)]}
     if role == "tool":
         seen = _text_of(last.get("content"))[:60]
         return {"role": "assistant", "content": f"Thanks. I have checked: {seen} Is there anything else?"}
     return {"role": "assistant", "content": AGENT_FALLBACK}
 
 
-def build_completion(body: dict[str, Any], noise: int | None = None) -> dict[str, Any]:
-    """The non-streamed ``chat.completion`` for ``body``; ``noise`` is the counter when noise is on.
+def build_completion(
+    body: dict[str, Any], noise: int | None = None, *, loose_json: bool = False, user_tools: bool = False
+) -> dict[str, Any]:
+    """The non-streamed ``chat.completion`` for ``body``; ``noise`` is the counter when noise is on,
+    ``loose_json`` and ``user_tools`` the switches of the same names.
 
     Exposed so tests can predict the stub's answer without a round trip.
     """
@@ -317,9 +356,13 @@ def build_completion(body: dict[str, Any], noise: int | None = None) -> dict[str
     if route == "judge":
         message: dict[str, Any] = {"role": "assistant", "content": _judge_content(messages, noise)}
     elif route == "user":
-        message = {"role": "assistant", "content": _user_content(messages)}
+        own_call = _user_tool_call({**body, "messages": messages}, digest) if user_tools else None
+        if own_call is not None:
+            message = {"role": "assistant", "content": None, "tool_calls": [own_call]}
+        else:
+            message = {"role": "assistant", "content": _user_content(messages, user_tools)}
     else:
-        message = _agent_message({**body, "messages": messages}, digest)
+        message = _agent_message({**body, "messages": messages}, digest, loose_json)
     if noise is not None and route != "judge" and message["content"] is not None:
         message["content"] = f"{message['content']} #{noise}"
 
@@ -552,7 +595,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error_json(config.fail_status, f"stub injected failure ({config.fail_status})")
             return
 
-        completion = build_completion(body, noise)
+        completion = build_completion(body, noise, loose_json=config.loose_json, user_tools=config.user_tools)
+        with state.lock:
+            state.responses.append(completion)
         if body.get("stream") is True:
             options = body.get("stream_options") or {}
             self._send_stream(completion, bool(isinstance(options, dict) and options.get("include_usage")))
@@ -613,6 +658,11 @@ class StubUpstream:
     def request_headers(self) -> list[dict[str, str]]:
         """Headers of each parsed request (lower-cased names), parallel to ``requests``."""
         return self._server.state.request_headers
+
+    @property
+    def responses(self) -> list[dict[str, Any]]:
+        """Every chat.completion it answered with (not streamed as chunks), in the order it built them."""
+        return self._server.state.responses
 
     @property
     def request_count(self) -> int:
