@@ -163,7 +163,7 @@ class _Coster:
 
 def estimate(config: RunConfig, history: list[Path], cassette: Path | None, seed: int = 0) -> Estimate:
     plan_config = config.model_copy(update={"save_to": None, "cassette": None})
-    run = prepare(plan_config)
+    run = prepare(plan_config, preflight=False)  # an estimate calls no model
     prefixes = replayable_prefixes(run, cassette)
     coster = _Coster(config, run.pricing)
     past = history_trials(history)

@@ -119,14 +119,17 @@ def check_models(config: RunConfig, tasks: list[Task]) -> None:
         check_model("judge", config.judge.model, config.judge.connection(), live)
 
 
-def prepare(config: RunConfig) -> PreparedRun:
+def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
+    """Check and load everything a run needs. `preflight=False` skips the model checks, for callers
+    that plan a run without making a call (estimate)."""
     if config.agent_impl:
         load_agent_factory(config.agent_impl)  # fail before the first trial, not inside it
     check_executor(config)
     pack = _load_domain(config)
     tasks = select_tasks(pack, config)
     check_trial_plan(config, len(tasks))  # before anything per trial is built
-    check_models(config, tasks)
+    if preflight:
+        check_models(config, tasks)
     if config.cassette is not None and config.record_mode != RecordMode.OFF and goes_live(config):
         check_writable(config.cassette)  # before the first trial, not at its first paid answer
     seeds = _seeds(config)
