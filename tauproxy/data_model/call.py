@@ -130,3 +130,15 @@ class ModelCall:
         if self.upstream_model is not None and self.upstream_model != self.model:
             return (self.upstream_model, self.model)
         return (self.model,)
+
+
+def role_cost(records: list[CallRecord], role: str) -> float | None:
+    """Sum of a role's costs; None (unknown) as soon as one call has no known price."""
+    total = 0.0
+    for record in records:
+        if record.role != role:
+            continue
+        if record.cost_usd is None:
+            return None
+        total += record.cost_usd
+    return total

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from tauproxy.data_model.call import CallRecord
+from tauproxy.data_model.call import role_cost
 from tauproxy.data_model.key import TrialScope
 from tauproxy.data_model.result import SimulationRun, TerminationReason
 from tauproxy.data_model.task import Task
@@ -92,14 +92,3 @@ def run_trial(
         duration=round(time.perf_counter() - started, 6),
     )
 
-
-def role_cost(records: list[CallRecord], role: str) -> float | None:
-    """Sum of a role's costs; None (unknown) as soon as one call has no known price."""
-    total = 0.0
-    for record in records:
-        if record.role != role:
-            continue
-        if record.cost_usd is None:
-            return None
-        total += record.cost_usd
-    return total

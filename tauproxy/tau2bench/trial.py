@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from tauproxy.data_model.call import CallRecord
+from tauproxy.data_model.call import CallRecord, role_cost
 from tauproxy.data_model.key import TrialScope
 from tauproxy.data_model.result import RewardInfo, SimulationRun, TerminationReason
 from tauproxy.engine.llm_config import LLMConfig
@@ -128,14 +128,3 @@ def _unscored(
         duration=round(time.perf_counter() - started, 6),
     )
 
-
-def role_cost(records: list[CallRecord], role: str) -> float | None:
-    """Sum of a role's costs; None (unknown) as soon as one call has no known price (as runner/trial.py)."""
-    total = 0.0
-    for record in records:
-        if record.role != role:
-            continue
-        if record.cost_usd is None:
-            return None
-        total += record.cost_usd
-    return total
