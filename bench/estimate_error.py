@@ -12,7 +12,15 @@
    is compared with the actual cost. Also, for information: the no-history prior
    (`history=[]`), and a second pilot made of every 10th task (tasks 0, 10, 20, ...), to show how
    much the choice of pilot tasks matters.
+5. The p90's coverage (the share of runs whose actual cost is at most the p90; goal 90%), out of
+   sample, on synthetic pilots through the estimate's own sampler (`_TwoLevel`): per cell, --cov-reps
+   populations of task sizes (lognormal(0, 0.8) as in bench/README.md, and gamma(2), a lighter tail),
+   trial noise lognormal(0, 0.2); a pilot of n tasks x k trials, then the actual total of a fresh run
+   of N tasks x k (the pilot's tasks among them, with new trials) against the p90 the pilot predicts.
+   Also the former bootstrap-only sampler (no size predictive) for comparison, and the coverage the
+   estimate itself reports for the first-10% pilot (halvings of the pilot's tasks).
 Prints the raw numbers, then one RATIO line: p50 estimate from the first-10% pilot / actual cost.
+`--coverage-only` runs step 5 alone (seconds, no stub).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import math
 import os
 import time
 
+import numpy as np
 from _common import BASE_ENV, median, print_machine, spread, start_stub, workdir
 
 PRICES = {"openai/stub": {"input_cost_per_token": 2e-6, "output_cost_per_token": 8e-6}}
@@ -38,13 +47,67 @@ def live_cost(results) -> tuple[float, int]:
     return total, calls
 
 
+WORLDS = {"lognormal(0,0.8)": lambda rng, n: rng.lognormal(0.0, 0.8, n),
+          "gamma(2)": lambda rng, n: rng.gamma(2.0, 1.0, n)}
+CELLS = [(6, 60, 2), (10, 20, 2), (20, 40, 2), (40, 80, 2), (60, 120, 4)]  # pilot tasks, planned tasks, trials
+
+
+def _trials(rng, sizes, tasks, k):
+    from tauproxy.runner.estimate import _PastTrial
+
+    past, values = [], []
+    for t in tasks:
+        for _ in range(k):
+            past.append(_PastTrial(f"t{t}", []))
+            values.append(sizes[t] * rng.lognormal(0.0, 0.2))
+    return past, np.array(values)
+
+
+def coverage_cell(world, pilot_n: int, planned_n: int, k: int, reps: int, predictive: bool, seed: int) -> float:
+    from tauproxy.runner.estimate import _TwoLevel
+
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(reps):
+        sizes = world(rng, planned_n)
+        past, values = _trials(rng, sizes, range(pilot_n), k)
+        _, actual = _trials(rng, sizes, range(planned_n), k)
+        sampler = _TwoLevel(past, 1000, rng, sizes=values if predictive else None)
+        total = np.zeros(1000)
+        for t in range(planned_n):
+            for _ in range(k):
+                picks, scale = sampler.picks(f"t{t}")
+                total += values[picks] * scale
+        hits += float(actual.sum()) <= float(np.percentile(total, 90))
+    return hits / reps
+
+
+def coverage_report(reps: int) -> list[float]:
+    """Step 5; returns the predictive's coverage per cell."""
+    ours = []
+    for name, world in WORLDS.items():
+        for pilot_n, planned_n, k in CELLS:
+            now = coverage_cell(world, pilot_n, planned_n, k, reps, True, seed=pilot_n)
+            before = coverage_cell(world, pilot_n, planned_n, k, reps, False, seed=pilot_n)
+            ours.append(now)
+            print(f"p90 coverage, {name:16s} pilot {pilot_n:2d} x {k} -> {planned_n:3d} x {k}: {now:.3f} "
+                  f"(bootstrap only: {before:.3f}; {reps} populations)", flush=True)
+    print(f"COVERAGE estimate_p90: {min(ours):.3f}-{max(ours):.3f} over {len(ours)} cells (goal 0.90)")
+    return ours
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--reps", type=int, default=5, help="estimate seeds")
+    parser.add_argument("--cov-reps", type=int, default=200, help="populations per coverage cell")
+    parser.add_argument("--coverage-only", action="store_true")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = BASE_ENV["LITELLM_LOCAL_MODEL_COST_MAP"]
+    if args.coverage_only:
+        coverage_report(args.cov_reps)
+        return
 
     from tauproxy.domain.pack import load_pack
     from tauproxy.engine.llm_config import LLMConfig
@@ -93,9 +156,12 @@ def main() -> None:
         p50, p90 = median(p50s), median(p90s)
         calls = {role: round(r.calls_p50) for role, r in est.roles.items()}
         results[name] = p50
+        own = "" if est.p90_coverage is None else f", own p90 coverage {est.p90_coverage:.2f} ({est.coverage_of})"
         print(f"estimate from {name:9s}: p50 ${p50:.6f} (seeds {[f'{v:.6f}' for v in p50s]}), p90 ${p90:.6f}, "
               f"error of p50 {100 * (p50 - actual) / actual:+.1f}%, actual <= p90: {actual <= p90}, "
-              f"calls p50 {calls}, confidence {est.confidence!r}, estimate time {spread(secs)}", flush=True)
+              f"calls p50 {calls}, confidence {est.confidence!r}{own}, estimate time {spread(secs)}", flush=True)
+
+    coverage_report(args.cov_reps)
 
     err = (results["first10%"] - actual) / actual
     prior_err = (results["prior"] - actual) / actual

@@ -40,8 +40,6 @@ def bisect_command(
         "--configs", metavar="CONFIG", help="Agent config files, oldest (known good) first.")] = None,
     more_configs: Annotated[list[Path] | None, typer.Argument(
         metavar="CONFIG", help="More configs, when listed after --configs.", show_default=False)] = None,
-    max_drop: Annotated[float, typer.Option(
-        "--max-drop", help="A config is bad when its score is more than this below the first's.")] = 0.05,
     metric: Annotated[str, typer.Option("--metric", help="pass^1 | pass^k | avg_reward.")] = "pass^1",
     runs_dir: Annotated[Path | None, typer.Option(
         "--runs-dir", help="Save each step's run here, named after its config file's stem.")] = None,
@@ -60,6 +58,9 @@ def bisect_command(
         raise ConfigError("--agent-config: bisect takes its agent configs from --configs")
     if flags.save_to is not None:
         raise ConfigError("--save-to: bisect saves one run per config; use --runs-dir")
+    if flags.until_decided or flags.against is not None:
+        raise ConfigError("--until-decided and --against are for `tauproxy run`; "
+                          "bisect judges each config against the first")
     paths = ordered_configs(configs or [], more_configs or [])
     for path in paths:
         load_agent_config(path)  # fail on a bad file before any step spends money
@@ -75,7 +76,7 @@ def bisect_command(
         for message in step.warnings:
             warn(message)
 
-    result = bisect_configs(paths, make_config, metric, max_drop, runs_dir, show)
+    result = bisect_configs(paths, make_config, metric, flags.max_drop, runs_dir, show)
     if json_output:
         print_json(result.model_dump(mode="json"))
     else:

@@ -9,7 +9,8 @@ change it could not judge. The output says how many more trials per task would m
 decide it, and what they would cost.
 
 Every failure to judge the run is 125 so that `git bisect run` skips the commit instead of
-blaming it: a missing or unreadable file, an unknown metric, no task in common, or a run that is
+blaming it (a missing --baseline is the one usage error, exit 2: the script is wrong, not the
+commit): a missing or unreadable file, an unknown metric, no task in common, or a run that is
 mostly infrastructure errors. A real regression is always 1, never 125. Either side may be a
 τ²-bench simulations file (read as `report` reads it), so `git bisect run` works over a τ²-based
 agent's repository too.
@@ -54,16 +55,18 @@ def check_command(
     """Compare a run with a baseline on their common tasks; the exit code is the verdict."""
     from rich.markup import escape
 
-    from tauproxy.errors import TauproxyError
+    from tauproxy.errors import ConfigError, TauproxyError
     from tauproxy.reports.regression import Verdict, check_metric, compare_scores
     from tauproxy.results.load import load_any_results
     from tauproxy_cli.output import error, out_console, print_json
 
-    # Options are validated here rather than by typer: a usage error exits 2, which
-    # `git bisect run` would read as "bad".
+    if baseline is None:
+        # A script that forgot --baseline is broken, not a commit that cannot be tested: a usage error
+        # (one line, exit 2 as cli/exit_codes.py says), never the 125 that `git bisect run` skips past.
+        raise ConfigError("--baseline is required: the known-good run to compare with")
+    # The other options are validated here rather than by typer: they depend on the data, and a
+    # typer usage error exits 2, which `git bisect run` would read as "bad".
     try:
-        if baseline is None:
-            raise TauproxyError("--baseline is required")
         check_metric(metric)
         if undecided not in {u.value for u in Undecided}:
             raise TauproxyError(f"--undecided must be good, bad or skip, not {undecided!r}")

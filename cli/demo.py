@@ -4,7 +4,9 @@
 2. Change the agent's system prompt and run in auto mode against a copy of the cassette: only the
    changed calls go live.
 3. Write the HTML report.
-Each step prints the plain `tauproxy` command it runs, so the user learns the real CLI.
+Each step prints the plain `tauproxy` command it runs, so the user learns the real CLI, and the demo
+ends with the next commands to try on what it wrote. Its money is priced from a demo price file
+(scripted models are free), and it says so.
 """
 
 from __future__ import annotations
@@ -77,13 +79,12 @@ def demo_command(
                 "prices": prices, "save_to": out / "baseline"}
     console.rule("[bold]1/3  Replay the recorded baseline: strict, offline, free")
     console.print(f"$ {command_line(baseline)}", style="dim", soft_wrap=True)
-    summary, _ = _run(baseline)
-    passes = "  ".join(f"pass^{k} {v:.3f}" for k, v in summary.pass_hat_k.items())
-    cost = summary.cost
-    console.print(f"{passes}   ({summary.num_tasks} tasks x {summary.num_trials} trials)")
-    console.print(f"calls: {summary.calls.live} live, {summary.calls.replayed} replayed;  "
-                  f"live spend [bold]{money(cost.live_usd)}[/], saved {money(cost.replayed_usd)} "
-                  f"(scripted calls priced as gpt-4.1 by {prices.name})")
+    base_summary, _ = _run(baseline)
+    cost = base_summary.cost
+    console.print(f"{pass_line(base_summary)}   ({base_summary.num_tasks} tasks x {base_summary.num_trials} trials)")
+    console.print(f"calls: {base_summary.calls.live} live, {base_summary.calls.replayed} replayed;  "
+                  f"live spend [bold]{money(cost.live_usd)}[/], saved {money(cost.replayed_usd)}")
+    console.print(priced_note(prices), style="dim", soft_wrap=True)
 
     console.rule("[bold]2/3  Change the agent's prompt: only the changed calls go live")
     working = out / "cassette"
@@ -94,17 +95,53 @@ def demo_command(
                "record_mode": "auto", "prices": prices, "save_to": out / "changed"}
     console.print(f"$ {command_line(changed)}", style="dim", soft_wrap=True)
     summary, results = _run(changed)
+    console.print(f"changed   {pass_line(summary)}", soft_wrap=True)
+    console.print(f"baseline  {pass_line(base_summary)}", soft_wrap=True)
     for role, row in summary.cost.by_role.items():
         console.print(f"  {role:<6} {row.live.calls:>4} live  {row.replayed.calls:>4} replayed   "
                       f"spent {money(row.live_usd)}  saved {money(row.replayed_usd)}")
     console.print("The agent's system prompt is in every agent request, so every agent call is new; the user "
                   "simulator saw the same words, so its calls replayed.")
+    console.print(priced_note(prices), style="dim", soft_wrap=True)
 
     console.rule("[bold]3/3  HTML report")
     html = out / "report.html"
     console.print(f"$ tauproxy report {out / 'changed'} --html {html}", style="dim")
     _write_html(results, html)
     console.print(f"wrote [bold]{html.resolve()}[/]")
+
+    console.rule("[bold]Next")
+    for line in next_commands(out, html):
+        console.print(line, soft_wrap=True, markup=False)
+
+
+def pass_line(summary: ReportSummary) -> str:
+    return "  ".join(f"pass^{k} {v:.3f}" for k, v in summary.pass_hat_k.items())
+
+
+def priced_note(prices: Path) -> str:
+    """Scripted models are free: the demo's money is what gpt-4.1 would have cost, from a price file."""
+    return (f"Spend is priced from the demo price file {prices.name} (scripted models priced as gpt-4.1 "
+            "and gpt-4.1-mini): nothing is paid, no key is used.")
+
+
+def next_commands(out: Path, html: Path) -> list[str]:
+    """What to try next on the demo's own runs, each with what it shows."""
+    baseline, changed = out / "baseline", out / "changed"
+    commands = [
+        (f"tauproxy diff {baseline} {changed} --limit 5", "which trials flipped, and why"),
+        (f"tauproxy check {changed} --baseline {baseline}", "good / bad / undecided, as an exit code"),
+        (f"tauproxy view {changed}", "read the first failing trajectory"),
+        (f"tauproxy report {changed}", "intervals, cost by role, model and task, the task grid"),
+        ("tauproxy run --domain airline --agent-llm openai/gpt-4.1 --cassette cassettes/mine --save-to runs/mine",
+         "your own model (needs its key)"),
+    ]
+    width = max(len(command) for command, _ in commands[:-1])
+    lines = [f"  {command:<{width}}  # {what}" for command, what in commands[:-1]]
+    command, what = commands[-1]
+    lines += [f"  open {html.resolve()} in a browser: filter to failures, search the trajectories",
+              f"  {command}  # {what}"]
+    return lines
 
 
 def _write_html(results: Results, path: Path) -> None:

@@ -34,6 +34,11 @@ def estimate_command(
     from tauproxy_cli.report_view import money
     from tauproxy_cli.run_setup import build_run_config
 
+    if flags.until_decided or flags.against is not None:
+        from tauproxy.errors import ConfigError
+
+        # An adaptive run picks its trials as it learns; what it spends is bounded by --max-cost instead.
+        raise ConfigError("--until-decided and --against are for `tauproxy run`; estimate plans a fixed run")
     config = build_run_config(flags)
     result = estimate(config, [*(history or []), *(more_history or [])], flags.cassette)
     if json_output:

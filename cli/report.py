@@ -6,6 +6,11 @@ or prompt hash) are never merged into one score: they are reported side by side 
 comparisons, as `report A --against B` does (tauproxy/reports/compare.py). A run made by another
 harness through `tauproxy serve` shows live against replayed calls, cost and roles when its serve
 run log joins on (`--run-log`, or NAME.runlog.jsonl beside NAME.json).
+
+`--format csv` prints one row per trial (tauproxy/reports/trial_rows.py): task, trial, seed, reward
+and each reward component, termination, live and replayed calls, cost and tokens by role; what the
+input does not say (a τ² file's call counts, an unknown price) is an empty cell, never 0. Several
+runs are merged into one table, as for `--format tau2`.
 """
 
 from __future__ import annotations
@@ -26,13 +31,15 @@ if TYPE_CHECKING:
 class ReportFormat(StrEnum):
     TABLE = "table"
     TAU2 = "tau2"
+    CSV = "csv"
 
 
 def report_command(
     runs: Annotated[list[Path], typer.Argument(help=f"A {RUN_ARGUMENT} (several are merged).")],
     json_output: Annotated[bool, flag("--json", help="Print the report as JSON.")] = False,
     output_format: Annotated[ReportFormat, typer.Option(
-        "--format", help="table: the report; tau2: the results in τ²-bench's simulations-file shape."
+        "--format", help="table: the report; tau2: the results in τ²-bench's simulations-file shape; "
+        "csv: one row per trial (reward and its components, termination, calls, cost and tokens by role)."
     )] = ReportFormat.TABLE,
     html: Annotated[Path | None, typer.Option(
         "--html", help="Also write a self-contained HTML report to this file."
@@ -41,6 +48,7 @@ def report_command(
     against: Annotated[list[Path] | None, typer.Option(
         "--against", help=f"A baseline {RUN_ARGUMENT} to compare with, side by side (repeatable: merged)."
     )] = None,
+    full: Annotated[bool, flag("--full", help="Also print the per-task cost table and the task x trial grid.")] = False,
 ) -> None:
     """Report pass^1..pass^k with 95% intervals, rewards, terminations, calls and cost."""
     from tauproxy.errors import ConfigError
@@ -49,11 +57,12 @@ def report_command(
     from tauproxy_cli.output import err_console, print_json, warn
     from tauproxy_cli.report_view import print_summary
 
-    if json_output and output_format is ReportFormat.TAU2:
-        raise ConfigError("--json and --format tau2 both choose what is printed; give one of them")
+    exports = output_format is not ReportFormat.TABLE
+    if json_output and exports:
+        raise ConfigError(f"--json and --format {output_format.value} both choose what is printed; give one of them")
     if against:
-        if output_format is ReportFormat.TAU2:
-            raise ConfigError("--against compares runs; --format tau2 exports one")
+        if exports:
+            raise ConfigError(f"--against compares runs; --format {output_format.value} exports one")
         candidate = load_runs(runs, run_log)
         baseline = load_runs(against)
         _print_side_by_side([(_label(against), baseline), (_label(runs), candidate)], json_output, html)
@@ -61,7 +70,9 @@ def report_command(
     from tauproxy.reports.load import split_solo
 
     # A run log joins onto one run (load_runs says so for several), so it never pairs solo and dual.
-    dual, solo = split_solo(runs) if run_log is None else (None, None)
+    # A CSV is rows, not a report: its runs are merged like any others.
+    pairs_solo = run_log is None and output_format is not ReportFormat.CSV
+    dual, solo = split_solo(runs) if pairs_solo else (None, None)
     if dual is not None and solo is not None:
         _print_coordination(dual, solo, json_output)
         return
@@ -87,12 +98,26 @@ def report_command(
         from tauproxy.reports.tau2 import to_tau2
 
         print_json(to_tau2(results))
+    elif output_format is ReportFormat.CSV:
+        _print_csv(results, summary.notes)
     elif json_output:
         print_json(summary)
     else:
         for note in summary.notes:
             warn(note)
-        print_summary(summary, saved_to=None)
+        print_summary(summary, saved_to=None, full=full)
+
+
+def _print_csv(results: Results, notes: list[str]) -> None:
+    """One row per trial on stdout; what the reader noted goes to stderr, so stdout stays a table."""
+    import sys
+
+    from tauproxy.reports.trial_rows import trial_rows, write_csv
+    from tauproxy_cli.output import warn
+
+    for note in notes:
+        warn(note)
+    write_csv(trial_rows(results), sys.stdout)
 
 
 def _label(paths: list[Path]) -> str:

@@ -1,15 +1,22 @@
-"""Renders a report summary (tauproxy.reports.summary.ReportSummary) as rich tables."""
+"""Renders a report summary (tauproxy.reports.summary.ReportSummary) as rich tables.
+
+Two lengths: the full report (every table, the per-task cost table and the task x trial grid) and
+the short one `tauproxy run` prints by default: models, pass^k, terminations, the first errors, one
+line of cost and where to read more.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from tauproxy.data_model.result import ModelInfo
+from tauproxy.data_model.result import ModelInfo, SimulationRun
 from tauproxy.reports.costs import CostSplit, Tally
 from tauproxy.reports.grid import GridCell
 from tauproxy.reports.summary import ReportSummary
@@ -29,16 +36,93 @@ def money(value: float | None, unknown_calls: int = 0) -> str:
     return f"{text} + {unknown_calls} unknown" if unknown_calls else text
 
 
-def print_summary(summary: ReportSummary, saved_to: str | None) -> None:
+@dataclass(frozen=True)
+class TrialError:
+    """A trial that ended with an error message, for the summary's "first errors"."""
+
+    run_id: str
+    termination: str
+    message: str
+
+
+def first_errors(simulations: Sequence[SimulationRun], limit: int = 3) -> list[TrialError]:
+    """The first trials with an error, one per distinct first line: three copies of one cause say less
+    than three causes."""
+    found: list[TrialError] = []
+    seen: set[str] = set()
+    for run in simulations:
+        message = (run.error or "").strip()
+        first = message.splitlines()[0] if message else ""
+        if not first or first in seen:
+            continue
+        seen.add(first)
+        found.append(TrialError(run.id, run.termination_reason.value, first))
+        if len(found) == limit:
+            break
+    return found
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What only the invocation that just ran knows: the plan, its own trials and spend, the errors."""
+
+    planned_tasks: int
+    planned_trials: int
+    new_trials: int
+    new_live: Tally  # this invocation's live calls
+    errors: list[TrialError] = field(default_factory=list)
+
+
+def print_summary(summary: ReportSummary, saved_to: str | None, full: bool = True,
+                  run: RunFacts | None = None) -> None:
+    """The report; `full=False` is the short form (`tauproxy run` without --full)."""
     console = out_console
+    if not full:
+        _print_short(console, summary, saved_to, run)
+        return
     _print_header(console, summary)
-    _print_scores(console, summary)
+    _print_scores(console, summary, run)
     _print_terminations(console, summary)
+    if run is not None:
+        _print_errors(console, summary, run)
     _print_breakdown(console, summary)
     _print_costs(console, summary)
     _print_grid(console, summary)
     if saved_to:
         console.print(f"results: {saved_to}/results.json")
+
+
+def _print_short(console: Console, summary: ReportSummary, saved_to: str | None, run: RunFacts | None) -> None:
+    models = "  ".join(f"{role} {model_line(model)}" for role, model in summary.models.by_role())
+    console.print(Text.assemble((summary.domain, "bold"), f"  {summary.made_by}  ", (models, "cyan")),
+                  soft_wrap=True)
+    _print_scores(console, summary, run)
+    _print_terminations(console, summary)
+    if run is not None:
+        _print_errors(console, summary, run)
+    console.print(cost_line(summary), soft_wrap=True, markup=False)
+    if saved_to:
+        console.print(f"results: {saved_to}/results.json", soft_wrap=True, markup=False)
+        console.print(Text(f"more: tauproxy report {saved_to} (--html FILE for a page); "
+                           "--full for the task grid and per-task table", style="dim"), soft_wrap=True)
+    else:
+        console.print(Text("more: --full for the task grid and per-task table", style="dim"))
+
+
+def cost_line(summary: ReportSummary) -> str:
+    """Live spend against what replay saved, the call counts and the price source, on one line."""
+    cost, calls = summary.cost, summary.calls
+    prices = f"prices: {summary.price_source or 'unknown'}"
+    if not (calls.live or calls.replayed):
+        return f"cost: no calls recorded, so live or replayed is unknown; {prices}"
+    return (f"cost: {tally_money(cost.live)} spent live, {tally_money(cost.replayed)} saved by replay; "
+            f"calls {calls.live} live / {calls.replayed} replayed; {prices}")
+
+
+def _print_errors(console: Console, summary: ReportSummary, run: RunFacts) -> None:
+    for found in run.errors:
+        console.print(Text.assemble(("error ", "red"), f"{found.run_id} ({found.termination}): {found.message}"),
+                      soft_wrap=True)
 
 
 def model_line(model: ModelInfo) -> str:
@@ -62,7 +146,7 @@ def _print_header(console: Console, summary: ReportSummary) -> None:
     console.print(header)
 
 
-def _print_scores(console: Console, summary: ReportSummary) -> None:
+def _print_scores(console: Console, summary: ReportSummary, run: RunFacts | None = None) -> None:
     # The interval row: percentile bootstrap over tasks (tauproxy.reports.metrics). Short title, since
     # a rich title wider than its table wraps.
     scores = Table(title="pass^k", show_edge=False)
@@ -76,8 +160,18 @@ def _print_scores(console: Console, summary: ReportSummary) -> None:
     scores.add_row("95% CI", *[f"{intervals[k][0]:.3f}–{intervals[k][1]:.3f}" if k in intervals else "-"
                                for k in summary.pass_hat_k], "")
     console.print(scores)
-    console.print(f"{summary.num_tasks} tasks x {summary.num_trials} trials; "
-                  "95% CI: percentile bootstrap over tasks")
+    console.print(scope_line(summary, run), soft_wrap=True)
+
+
+def scope_line(summary: ReportSummary, run: RunFacts | None) -> str:
+    """What the scores are over. A run cut short (budget, interrupt) says how much of its plan finished:
+    "3 tasks x 1 trials" alone would read as the plan."""
+    counted = sum(task.trials for task in summary.tasks)
+    if run is not None and counted + summary.excluded_simulations < run.planned_trials:
+        return (f"{counted + summary.excluded_simulations} of {run.planned_trials} planned trials finished "
+                f"({summary.num_tasks} of {run.planned_tasks} tasks); pass^k over the finished ones, "
+                f"k up to {summary.num_trials}; 95% CI: percentile bootstrap over tasks")
+    return f"{summary.num_tasks} tasks x {summary.num_trials} trials; 95% CI: percentile bootstrap over tasks"
 
 
 def _print_terminations(console: Console, summary: ReportSummary) -> None:

@@ -1,4 +1,5 @@
-"""`tauproxy run`: k trials of a domain's tasks, with a progress bar and a summary at the end."""
+"""`tauproxy run`: k trials of a domain's tasks, with a progress bar and a short summary at the end
+(the task grid and per-task table with --full)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,13 @@ def run_command(
     stop with --fail-on-budget, 130 interrupted)."""
     import typer
 
-    from tauproxy_cli.run_setup import build_run_config
+    from tauproxy_cli.run_setup import build_run_config, run_until_decided
     from tauproxy_cli.run_view import run_with_progress
 
-    code = run_with_progress(build_run_config(flags), json_output=json_output, fail_on_budget=fail_on_budget)
+    config = build_run_config(flags)
+    if flags.until_decided:
+        code = run_until_decided(config, flags, json_output=json_output)
+    else:
+        code = run_with_progress(config, json_output=json_output, fail_on_budget=fail_on_budget, full=flags.full)
     if code:
         raise typer.Exit(code)

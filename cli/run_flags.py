@@ -34,6 +34,8 @@ from tauproxy.runner.defaults import (
 AGENT = "Agent, user and judge"
 RUN = "Tasks and trials"
 CASSETTE = "Cassette and cost"
+DECIDE = "Compare and decide"
+SHOW = "Output"
 
 _SPEC = "run_option"
 
@@ -98,13 +100,28 @@ class RunFlags:
         "replay | record | auto | off | once (vcrpy names too).", CASSETTE, sets=("record_mode",)))
     prices: Path | None = field(default=None, metadata=spec("Prices file (YAML/JSON, USD per token).", CASSETTE))
     max_cost: float | None = field(default=None, metadata=spec(
-        "Stop starting trials past this live spend (USD).", CASSETTE))
+        "Stop starting trials past this live spend (USD); with --until-decided, the budget of the "
+        "run's trials.", CASSETTE))
     max_infra_errors: int = field(default=DEFAULT_MAX_INFRA_ERRORS, metadata=spec(
         "Stop the run after this many trials in a row end in the same infrastructure error.", RUN, min=1))
     executor: str = field(default=DEFAULT_EXECUTOR, metadata=spec(
         "thread | ray (Ray: the optional ray extra of tauproxy).", RUN, sets=("executor",)))
     ray_address: str | None = field(default=None, metadata=spec(
         "Ray cluster to join (default: start a local instance).", RUN))
+    # Flag-only (`sets=()`): they decide how `run` compares and shows, not what a trial is.
+    against: Path | None = field(default=None, metadata=spec(
+        "Baseline to judge the run against (run directory, results.json or τ²-bench file); needs "
+        "--until-decided.", DECIDE, sets=()))
+    until_decided: bool = field(default=False, metadata=spec(
+        "Add trials where they decide the verdict against --against until good or bad, or --max-cost "
+        "is reached (needs both).", DECIDE, sets=()))
+    max_drop: float = field(default=0.05, metadata=spec(
+        "Largest allowed drop of the score below the baseline (as check's --max-drop).", DECIDE, sets=()))
+    confidence: float = field(default=0.95, metadata=spec(
+        "Confidence of the verdict over all its looks (as check).", DECIDE, sets=()))
+    undecided: str = field(default="skip", metadata=spec(
+        "Exit code when still undecided: good (0), bad (1) or skip (125), as check.", DECIDE, sets=()))
+    full: bool = field(default=False, metadata=spec("show the full task grid and per-task table", SHOW, sets=()))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from tauproxy_cli.run_flags import RunFlags, as_is_options, run_options
 
 
 def build_run_config(flags: RunFlags) -> RunConfig:
+    check_decide_flags(flags)
     agent = _agent_fields(flags)
     executor = parse_executor(flags.executor)
     if flags.ray_address is not None and executor != "ray":
@@ -37,6 +38,89 @@ def build_run_config(flags: RunFlags) -> RunConfig:
         )
     except ValidationError as exc:
         raise ConfigError(_flag_error(exc.errors()[0])) from None
+
+
+UNDECIDED_CHOICES = ("good", "bad", "skip")
+
+
+def check_decide_flags(flags: RunFlags) -> None:
+    """The "Compare and decide" flags, one line each for what cannot work, before anything is loaded."""
+    if flags.until_decided and (flags.against is None or flags.max_cost is None):
+        missing = " and ".join(name for name, value in (("--against BASE", flags.against),
+                                                         ("--max-cost USD", flags.max_cost)) if value is None)
+        raise ConfigError(f"--until-decided needs {missing}: the baseline to judge against and a budget")
+    if flags.against is not None and not flags.until_decided:
+        raise ConfigError("--against judges the run only with --until-decided (or use `tauproxy check RUN "
+                          "--baseline BASE` after the run)")
+    if flags.against is not None and not flags.against.exists():
+        raise ConfigError(f"--against {flags.against}: no such file or directory")
+    if not 0.0 < flags.confidence < 1.0:
+        raise ConfigError(f"--confidence {_number(flags.confidence)}: give a number between 0 and 1 (exclusive)")
+    if flags.undecided not in UNDECIDED_CHOICES:
+        raise ConfigError(f"--undecided must be good, bad or skip, not {flags.undecided!r}")
+    if not math.isfinite(flags.max_drop):
+        raise ConfigError(f"--max-drop {flags.max_drop}: give a finite number")
+
+
+def run_until_decided(config: RunConfig, flags: RunFlags, json_output: bool = False) -> int:
+    """`run --until-decided` (workflows/adaptive.py): the rounds as they finish, the verdict, and the exit
+    code check gives that verdict (0 good, 1 bad, --undecided's code when undecided, 125 cannot test);
+    a run stopped by the infrastructure or Ctrl-C exits as `run` does (4, 130)."""
+    from tauproxy.reports.paired import render_paired
+    from tauproxy.results.load import load_any_results
+    from tauproxy.runner.executor import StopKind
+    from tauproxy.workflows.adaptive import AdaptiveRound, AdaptiveSettings, RunnerTrials, until_decided
+    from tauproxy.workflows.sequential import LookSchedule
+    from tauproxy_cli import exit_codes
+    from tauproxy_cli.output import note, out_console, print_json, warn
+
+    assert flags.against is not None  # check_decide_flags
+    baseline = load_any_results(flags.against)
+    schedule = LookSchedule(confidence=flags.confidence)
+    settings = AdaptiveSettings(max_drop=flags.max_drop, schedule=schedule, max_cost=config.max_cost)
+
+    def show(done: AdaptiveRound) -> None:
+        ci = "" if done.drop_ci is None else f" [{done.drop_ci[0]:.3f}, {done.drop_ci[1]:.3f}]"
+        drop = "" if done.drop is None else f", drop {done.drop:.3f}{ci}"
+        where = "every task" if done.look == 1 else f"{len(done.tasks)} task(s): {', '.join(done.tasks)}"
+        note(f"look {done.look}/{schedule.looks} (at {done.confidence:.2%}): +{done.trials_added} trials on "
+             f"{where}; {done.trials} trials, spend {_money(done.spend_usd)} (live {_money(done.live_usd)})"
+             f"{drop}: {done.verdict.value}")
+
+    runner = RunnerTrials(config)
+    outcome = until_decided(runner, baseline, runner.initial_plan(), settings, on_round=show)
+    code = verdict_exit_code(outcome.final.verdict.value, flags.undecided)
+    if outcome.runner_stop == StopKind.INFRASTRUCTURE.value:
+        code = exit_codes.INFRASTRUCTURE_STOP
+    elif outcome.runner_stop == StopKind.INTERRUPTED.value:
+        code = exit_codes.INTERRUPTED
+    if json_output:
+        print_json({**outcome.model_dump(mode="json"), "exit_code": code})
+        return code
+    if outcome.stop.kind not in ("decided", "cannot test"):
+        warn(f"stopped ({outcome.stop.kind}): {outcome.stop.detail}")
+    label = "cannot test" if outcome.final.verdict.value == "skip" else outcome.final.verdict.value
+    out_console.print(f"{label}: {outcome.final.reason}", markup=False, soft_wrap=True)
+    if outcome.final.paired is not None:
+        out_console.print(render_paired(outcome.final.paired, "run", "baseline"), markup=False, soft_wrap=True)
+    out_console.print(
+        f"{len(outcome.rounds)} of {schedule.looks} looks at {schedule.confidence:.0%} overall; "
+        f"{outcome.trials} trials ({outcome.mean_trials_per_task:.1f} per task), spend "
+        f"{_money(outcome.spend_usd)} of --max-cost {_money(outcome.max_cost)} (live {_money(outcome.live_usd)})"
+        + (f"; saved to {config.save_to}" if config.save_to else ""), markup=False, soft_wrap=True)
+    return code
+
+
+def verdict_exit_code(verdict: str, undecided: str) -> int:
+    """check's exit code of a verdict (tauproxy_cli/check.py's constants)."""
+    from tauproxy_cli.check import BAD, CANNOT_TEST, GOOD
+
+    choice = {"good": GOOD, "bad": BAD, "skip": CANNOT_TEST}
+    return {"good": GOOD, "bad": BAD, "skip": CANNOT_TEST, "undecided": choice[undecided]}[verdict]
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
 
 
 def _flag_error(error: ErrorDetails) -> str:

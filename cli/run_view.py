@@ -1,53 +1,170 @@
-"""Runs a RunConfig behind a rich progress bar, then prints the summary."""
+"""Runs a RunConfig behind a progress bar, then prints the summary and what stopped the run.
+
+The bar (stderr, and only on a terminal) shows done/total, an ETA, the live spend of this
+invocation (against --max-cost when set), the running pass^1 and live against replayed calls.
+`ProgressState` holds those numbers and `progress_line` formats them, so the bar is tested as a
+unit: rich only draws the line.
+"""
 
 from __future__ import annotations
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+import time
+from dataclasses import dataclass, field
+
+from rich.progress import BarColumn, Progress, TextColumn
 
 from tauproxy.data_model.result import SimulationRun, TerminationReason
+from tauproxy.reports.costs import cost_summary
+from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, is_success
 from tauproxy.reports.summary import summarize
 from tauproxy.runner.config import RunConfig
 from tauproxy.runner.executor import StopKind
+from tauproxy.runner.prepared import PreparedRun
 from tauproxy.runner.run import RunOutcome, execute_prepared, goes_live, prepare
 from tauproxy_cli import exit_codes
 from tauproxy_cli.output import err_console, error, note, print_json, warn
-from tauproxy_cli.report_view import print_summary
+from tauproxy_cli.report_view import RunFacts, first_errors, money, print_summary, tally_money
 
 
-def run_with_progress(config: RunConfig, json_output: bool, fail_on_budget: bool = False) -> int:
-    """Run with a progress bar, print the summary and what stopped the run; the exit code to use."""
+@dataclass
+class ProgressState:
+    """What the progress bar knows: trials finished (resumed ones included) and what this invocation's
+    trials cost and called. pass^1 counts every finished trial, as the report will."""
+
+    total: int
+    started: float  # time.monotonic() when this invocation's first trial was started
+    budget: float | None = None
+    done: int = 0
+    resumed: int = 0
+    live_usd: float = 0.0
+    unpriced_live_calls: int = 0
+    live_calls: int = 0
+    replayed_calls: int = 0
+    excluded: int = 0
+    # task id -> [passed, scored]: pass^1 is the mean over tasks of each task's pass rate.
+    tasks: dict[str, list[int]] = field(default_factory=dict)
+
+    def resume(self, run: SimulationRun) -> None:
+        """A trial finished by an earlier invocation: it counts toward pass^1, not toward spend or calls."""
+        self._score(run)
+        self.done += 1
+        self.resumed += 1
+
+    def finish(self, run: SimulationRun) -> None:
+        """A trial this invocation ran."""
+        self._score(run)
+        self.done += 1
+        for call in run.calls:
+            if call.source != "live":
+                self.replayed_calls += 1
+                continue
+            self.live_calls += 1
+            if call.cost_usd is None:
+                self.unpriced_live_calls += 1
+            else:
+                self.live_usd += call.cost_usd
+
+    def _score(self, run: SimulationRun) -> None:
+        if run.termination_reason in EXCLUDED_TERMINATIONS:
+            self.excluded += 1
+            return
+        counts = self.tasks.setdefault(run.task_id, [0, 0])
+        counts[0] += int(is_success(run))
+        counts[1] += 1
+
+    @property
+    def pass_hat_1(self) -> float | None:
+        rates = [passed / scored for passed, scored in self.tasks.values() if scored]
+        return sum(rates) / len(rates) if rates else None
+
+    def eta_s(self, now: float) -> float | None:
+        """Seconds left at this invocation's pace so far; None before its first trial finished."""
+        ran = self.done - self.resumed
+        if ran <= 0:
+            return None
+        return (now - self.started) / ran * (self.total - self.done)
+
+
+def progress_line(state: ProgressState, now: float) -> str:
+    """The text beside the bar: `9/20  ETA 0:12  spent $0.4537 of $0.5000  pass^1 0.889  calls 60 live / 4 replayed`."""
+    parts = [f"{state.done}/{state.total}"]
+    if state.done == state.resumed:
+        # Nothing finished yet: the first trial may be loading a provider library (litellm, ~5 s).
+        parts.append("starting: waiting for the first trial")
+    else:
+        eta = state.eta_s(now)
+        parts.append(f"ETA {_clock(eta)}" if eta is not None else "ETA -")
+    spent = _spent(state)
+    parts.append(f"spent {spent} of {money(state.budget)}" if state.budget is not None else f"spent {spent}")
+    pass_1 = state.pass_hat_1
+    parts.append(f"pass^1 {pass_1:.3f}" if pass_1 is not None else "pass^1 -")
+    parts.append(f"calls {state.live_calls} live / {state.replayed_calls} replayed")
+    if state.excluded:
+        parts.append(f"{state.excluded} excluded (infrastructure)")
+    return "  ".join(parts)
+
+
+def _spent(state: ProgressState) -> str:
+    if state.unpriced_live_calls:  # unknown is unknown, never $0: the priced part is shown apart
+        return f"unknown (${state.live_usd:.4f} + {state.unpriced_live_calls} unpriced)"
+    return money(state.live_usd)
+
+
+def _clock(seconds: float) -> str:
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def run_with_progress(config: RunConfig, json_output: bool, fail_on_budget: bool = False, full: bool = False) -> int:
+    """Run with a progress bar, print the summary (the task grid and per-task table only with `full`)
+    and what stopped the run; the exit code to use."""
     if goes_live(config) and any(not model.startswith(IN_PROCESS) for model in _models(config)):
+        # The preflight and the first live call import litellm: without this line the bar sits at 0/N.
         note("checking the models (litellm loads once, about 5 s) ...")
     prepared = prepare(config)
     done = len(prepared.specs) - len(prepared.pending)
     if done:
         note(f"resuming: {done} of {len(prepared.specs)} trials done")
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[last]}"),
-        console=err_console,
-        transient=json_output,
-    )
-    with progress:
-        total = len(prepared.specs)
-        bar = progress.add_task(config.domain, total=total, completed=total - len(prepared.pending), last="")
-
-        def advance(run: SimulationRun, done: int, total: int) -> None:
-            reward = run.reward_info.reward if run.reward_info else 0.0
-            progress.update(bar, completed=done, total=total, last=f"{run.id} reward={reward:g}")
-
-        outcome = execute_prepared(prepared, progress=advance)
+    outcome = _execute(prepared, json_output)
     for message in outcome.warnings:
         warn(message)
     summary = summarize(outcome.results)
+    facts = RunFacts(planned_tasks=len(prepared.tasks), planned_trials=len(prepared.specs),
+                     new_trials=len(outcome.new_runs), new_live=cost_summary(outcome.new_runs).live,
+                     errors=first_errors(outcome.results.simulations))
     if json_output:
         print_json(summary)
     else:
-        print_summary(summary, saved_to=str(config.save_to) if config.save_to else None)
-    return _verdict(outcome, len(prepared.specs), fail_on_budget)
+        print_summary(summary, saved_to=str(config.save_to) if config.save_to else None, full=full, run=facts)
+    return _verdict(outcome, facts, fail_on_budget)
+
+
+def _execute(prepared: PreparedRun, json_output: bool) -> RunOutcome:
+    state = ProgressState(total=len(prepared.specs), started=time.monotonic(), budget=prepared.config.max_cost)
+    for spec in prepared.specs:
+        if spec.run_id in prepared.finished:
+            state.resume(prepared.finished[spec.run_id])
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[line]}"),
+        console=err_console,
+        transient=json_output,
+        # Off the terminal (CI logs, pipes, tests) a bar is noise: stdout and stderr stay the report.
+        disable=not err_console.is_terminal,
+    )
+    with progress:
+        bar = progress.add_task(prepared.config.domain, total=state.total, completed=state.done,
+                                line=progress_line(state, time.monotonic()))
+
+        def advance(run: SimulationRun, done: int, total: int) -> None:
+            state.finish(run)
+            state.done, state.total = done, total  # the runner's count is the truth
+            progress.update(bar, completed=done, total=total, line=progress_line(state, time.monotonic()))
+
+        return execute_prepared(prepared, progress=advance)
 
 
 IN_PROCESS = ("scripted/", "local/")  # models that need no provider, hence no litellm
@@ -57,9 +174,10 @@ def _models(config: RunConfig) -> list[str]:
     return [config.agent.model, *([] if config.solo else [config.user.model]), config.judge.model]
 
 
-def _verdict(outcome: RunOutcome, planned: int, fail_on_budget: bool) -> int:
+def _verdict(outcome: RunOutcome, facts: RunFacts, fail_on_budget: bool) -> int:
     """Say what stopped the run and which trials could not be scored; return the exit code."""
     simulations = outcome.results.simulations
+    planned = facts.planned_trials
     excluded = [s for s in simulations if s.termination_reason == TerminationReason.INFRASTRUCTURE_ERROR]
     if excluded:
         warn(f"{len(excluded)} trial(s) excluded as infrastructure errors (re-run on resume); "
@@ -77,5 +195,15 @@ def _verdict(outcome: RunOutcome, planned: int, fail_on_budget: bool) -> int:
         return exit_codes.NOTHING_SCORED
     if stop is not None and stop.kind is StopKind.BUDGET:
         warn(stop.reason)
+        note(budget_spend_line(outcome, facts))
         return exit_codes.BUDGET_STOP if fail_on_budget else exit_codes.OK
     return exit_codes.OK
+
+
+def budget_spend_line(outcome: RunOutcome, facts: RunFacts) -> str:
+    """After a budget stop: what this invocation spent (what --max-cost limits) and, apart, the whole
+    run's live spend, resumed trials included."""
+    whole = cost_summary(outcome.results.simulations).live
+    return (f"this invocation: {tally_money(facts.new_live)} live over {facts.new_trials} trials; "
+            f"whole run: {tally_money(whole)} live over {len(outcome.results.simulations)} of "
+            f"{facts.planned_trials} trials")

@@ -27,7 +27,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("tau2bench",),  # τ²-bench's own engine driven in-process, its model calls through ours
     ("runner", "reports"),  # beside each other: neither imports the other
     ("workflows",),  # bisect and domain check: runs and reports combined
-    ("serve",),
+    ("serve", "api"),  # the server; the Python API for notebooks and scripts
+    ("pytest_plugin",),  # fixtures over the API and the client, loaded by pytest's entry point
 ]
 CLI = ROOT / "cli"  # on top of everything; the library never imports it
 

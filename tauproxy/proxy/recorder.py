@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from tauproxy.data_model.call import Cost, ModelCall
 from tauproxy.data_model.completion import CallRecording, Completion
@@ -140,3 +141,13 @@ class CassetteTransport:
     def close(self) -> None:
         if self._live is not None:
             self._live.close()
+
+
+def over_cassette(path: Path, mode: RecordMode, live: Transport, pricing: Pricing) -> CassetteTransport:
+    """The cassette layer over the cassette at `path`, its mode resolved (`once`) from what it holds.
+
+    The live transport is kept only when the resolved mode can go live, so a replay holds none.
+    """
+    cassette = Cassette.open(path, create=mode != RecordMode.REPLAY)
+    resolved = mode.resolved(cassette.is_empty())
+    return CassetteTransport(cassette, resolved, live if resolved.goes_live else None, pricing)

@@ -3,8 +3,10 @@
 A Content-Security-Policy forbids every network load, so the page works offline and a stray
 external reference shows up as a console error instead of a silent fetch. Sections: header
 (who played which role, prices, versions, domain hash, seeds), scores with the pass^k chart,
-terminations and reward bases, cost with its chart, the per-task grid, and one collapsible
-section per trajectory that the grid cells link to. With a side-by-side comparison (`report A
+terminations and reward bases, cost by role (with its chart, left out when every amount is $0), by
+model and by task, the per-task grid, and one collapsible section per trajectory that the grid cells
+link to (`#trial-<task>-<trial>` opens it). The script filters to failures and searches text across
+the trajectories; `?only=failures&q=TEXT` in the URL sets both. With a side-by-side comparison (`report A
 --against B`, or runs of different agents), a comparison section follows the header: each run's
 scores, and the paired differences with their intervals and the exact test.
 """
@@ -12,50 +14,18 @@ scores, and the paired differences with their intervals and the exact test.
 from __future__ import annotations
 
 import json
+import re
 
 from tauproxy.data_model.result import ModelInfo, Results, SimulationRun
 from tauproxy.reports.compare import SideBySide
+from tauproxy.reports.costs import CostSplit, Tally
 from tauproxy.reports.grid import GridCell
+from tauproxy.reports.html_assets import CSP, SCRIPT, STYLE
 from tauproxy.reports.html_trajectory import CHECK, trajectory_section
 from tauproxy.reports.markup import cell, element, money, row, section, table
 from tauproxy.reports.summary import ReportSummary
 from tauproxy.reports.svg import CostGroup, cost_chart, pass_hat_k_chart
 
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px 48px;color:#212529}
-h1{font-size:1.5em}h2{border-bottom:1px solid #dee2e6;padding-bottom:4px;margin-top:32px}
-dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px}dl.meta dt{font-weight:600}
-dl.meta dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
-table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #dee2e6;padding:3px 8px;text-align:left}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-table.grid td.cell{padding:0;text-align:center;width:34px}
-table.grid td.cell a{display:block;padding:3px 0;color:#fff;text-decoration:none;font-weight:700}
-td.pass{background:#2f9e44}td.fail{background:#e03131}td.excluded{background:#f08c00}
-.trajectory details{border:1px solid #dee2e6;border-radius:4px;margin:6px 0;padding:4px 10px}
-.trajectory summary{cursor:pointer}.mark-pass{color:#2f9e44}.mark-fail{color:#e03131}
-.msg{margin:6px 0;padding:6px 10px;border-left:4px solid #adb5bd;background:#f8f9fa;white-space:pre-wrap}
-.msg .role{font-weight:700;display:block}.role-assistant{border-color:#1c7ed6}.role-user{border-color:#2f9e44}
-.role-tool{border-color:#f08c00;font-family:ui-monospace,monospace;font-size:.9em}
-.role-system{border-color:#ae3ec9}.msg.error{border-color:#e03131;background:#fff5f5}
-.badge{background:#e03131;color:#fff;padding:0 4px;border-radius:3px}
-.toolcall{font-family:ui-monospace,monospace;font-size:.9em}.notes{color:#862e9c}
-.src-live{color:#d9480f}.src-replay{color:#1c7ed6}
-"""
-# Opens the trajectory a grid link points at: an anchor into a closed <details> would land on a
-# one-line summary. Defensive on purpose: the Chromium test asserts the page logs no errors.
-_SCRIPT = """
-(function () {
-  function openTarget() {
-    var id = decodeURIComponent(window.location.hash.slice(1));
-    var target = id ? document.getElementById(id) : null;
-    var details = target ? target.querySelector("details") : null;
-    if (details) { details.open = true; target.scrollIntoView(); }
-  }
-  window.addEventListener("hashchange", openTarget);
-  openTarget();
-})();
-"""
 _SOURCE_MARK = {"live": "", "replayed": "r", "mixed": "m", "unknown": "?"}
 
 
@@ -69,14 +39,14 @@ def render_html(summary: ReportSummary, results: Results, comparison: SideBySide
         _costs(summary),
         _grid(summary, anchors),
         _trajectories(results, anchors),
-        element("script", children=_SCRIPT),
+        element("script", children=SCRIPT),
     ])
     head = "".join([
         element("meta", charset="utf-8"),
-        element("meta", http_equiv="Content-Security-Policy", content=_CSP),
+        element("meta", http_equiv="Content-Security-Policy", content=CSP),
         element("meta", name="viewport", content="width=device-width, initial-scale=1"),
         element("title", f"tauproxy report: {summary.domain}"),
-        element("style", children=_STYLE),
+        element("style", children=STYLE),
     ])
     page = element("html", lang="en",
                    children=element("head", children=head) + element("body", children=body))
@@ -84,12 +54,25 @@ def render_html(summary: ReportSummary, results: Results, comparison: SideBySide
 
 
 def _anchors(summary: ReportSummary) -> dict[tuple[str, int], str]:
-    """(task, trial) -> element id; positional, so any task id (spaces, quotes) makes a valid anchor."""
+    """(task, trial) -> element id, `trial-<task>-<trial>`: readable and stable, so a link to one
+    trajectory can be shared. Characters an id or a URL fragment would trip on become `_`, and a
+    clash (two task ids that differ only in those) gets a numbered suffix."""
     anchors: dict[tuple[str, int], str] = {}
+    used: set[str] = set()
     for grid_row in summary.grid:
         for trial in grid_row.trials:
-            anchors.setdefault((grid_row.task_id, trial.trial), f"traj-{len(anchors)}")
+            if (grid_row.task_id, trial.trial) in anchors:
+                continue
+            base = f"trial-{_ANCHOR_UNSAFE.sub('_', grid_row.task_id)}-{trial.trial}"
+            anchor, n = base, 1
+            while anchor in used:
+                anchor, n = f"{base}.{n}", n + 1
+            used.add(anchor)
+            anchors[(grid_row.task_id, trial.trial)] = anchor
     return anchors
+
+
+_ANCHOR_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def _model(model: ModelInfo) -> str:
@@ -121,7 +104,17 @@ def _header(summary: ReportSummary, results: Results, compared: bool = False) ->
         meta,
         element("ul", class_="notes", children=notes) if notes else "",
         element("nav", children=" · ".join(links)),
+        _controls(),
     ]))
+
+
+def _controls() -> str:
+    """Failures-only and search over the trajectories; shown by the page's script, which runs them."""
+    box = element("label", children=element("input", type="checkbox", id="only-failures") + " failures only")
+    search = element("input", type="search", id="search", placeholder="search the trajectories",
+                     aria_label="search the trajectories")
+    return element("div", id="controls", hidden=True,
+                   children=box + search + element("span", id="match-count"))
 
 
 def _comparison(report: SideBySide) -> str:
@@ -216,8 +209,56 @@ def _costs(summary: ReportSummary) -> str:
     unknown = cost.unknown_price_calls
     note = element("p", f"{unknown} calls had no known price and are not in these sums.") if unknown else ""
     headers = ["role", "live (spent)", "replayed (saved)", "source unknown"]
-    return section("cost", "Cost", table(headers, rows),
-                   note, element("figure", children=cost_chart(groups)))
+    parts = [table(headers, rows), note, _chart_or_note(groups, "chart-cost-by-role")]
+    if cost.by_model:
+        parts += [element("h3", "By model"), _split_table("model", cost.by_model)]
+        by_model = [CostGroup(label=name, values={"live": split.live_usd, "saved": split.replayed_usd})
+                    for name, split in cost.by_model.items()]
+        if len(by_model) > 1 and any(v != 0 for group in by_model for v in group.values.values()):
+            parts.append(_chart_or_note(by_model, "chart-cost-by-model"))  # nothing to draw: the note above said why
+    if cost.by_task:
+        # Most expensive first; a long list folds, since a 60-task table would push the grid far down.
+        title = element("summary", f"By task ({len(cost.by_task)} tasks, most expensive first)")
+        tasks = _split_table("task", cost.by_task)
+        parts.append(element("details", class_="cost-by-task", open=len(cost.by_task) <= _OPEN_TASK_ROWS,
+                             children=title + tasks))
+    return section("cost", "Cost", *parts)
+
+
+_OPEN_TASK_ROWS = 10
+
+
+def _chart_or_note(groups: list[CostGroup], svg_id: str) -> str:
+    """The bars, unless there is nothing to draw: when every amount is $0 (free models) a chart of
+    empty bars says less than one sentence. Unknown amounts are drawn (as "unknown"), never hidden."""
+    values = [v for group in groups for v in group.values.values()]
+    if not values:
+        return element("p", "No model calls recorded, so no chart.")
+    if all(v == 0 for v in values):
+        return element("p", "Every call cost $0 (scripted and local models are free by declaration), "
+                            "so there is no chart.", class_="zero-cost")
+    return element("figure", children=cost_chart(groups, svg_id))
+
+
+def _split_table(first: str, splits: dict[str, CostSplit]) -> str:
+    ordered = sorted(splits.items(), key=lambda item: -(item[1].live.known_usd + item[1].replayed.known_usd))
+    rows = [row(cell(name), cell(_tally_money(split.live), number=True),
+                cell(_tally_money(split.replayed), number=True),
+                cell(f"{split.live.calls}/{split.replayed.calls}", number=True),
+                cell(f"{split.live.prompt_tokens:,}/{split.live.completion_tokens:,}", number=True),
+                cell(f"{split.replayed.prompt_tokens:,}/{split.replayed.completion_tokens:,}", number=True))
+            for name, split in ordered]
+    headers = [first, "live (spent)", "replayed (saved)", "calls live/replayed", "tokens in/out live",
+               "tokens in/out replayed"]
+    return table(headers, rows)
+
+
+def _tally_money(tally: Tally) -> str:
+    """Unknown as soon as one call has no price, with the priced part shown."""
+    if tally.unknown_price_calls:
+        known = f"${tally.known_usd:.4f} + " if tally.known_usd else ""
+        return f"unknown ({known}{tally.unknown_price_calls} unpriced)"
+    return money(tally.usd)
 
 
 def _grid(summary: ReportSummary, anchors: dict[tuple[str, int], str]) -> str:
@@ -226,8 +267,9 @@ def _grid(summary: ReportSummary, anchors: dict[tuple[str, int], str]) -> str:
     for grid_row in summary.grid:
         cells = [_grid_cell(grid_row.task_id, trial, anchors) for trial in grid_row.trials]
         passed = sum(1 for trial in grid_row.trials if trial.success)
-        rows.append(row(cell(grid_row.task_id), cell(f"{passed}/{len(grid_row.trials)}", number=True),
-                        *cells))
+        outcome = "pass" if passed == len(grid_row.trials) else "fail"
+        rows.append(element("tr", data_outcome=outcome, children=cell(grid_row.task_id) + cell(
+            f"{passed}/{len(grid_row.trials)}", number=True) + "".join(cells)))
     legend = ("✓ pass, ✗ fail, ! excluded (infrastructure error); "
               "r replayed, m mixed, ? source unknown, no mark: live.")
     return section("grid", "Trials per task", element("p", legend),

@@ -8,7 +8,7 @@ from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import SimulationRun
 from tauproxy.reports.grid import call_source
 from tauproxy.reports.markup import cell, element, row, table
-from tauproxy.reports.metrics import is_success
+from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, is_success
 from tauproxy.reports.trajectory import reward_checks, tool_names_by_call
 
 CHECK = {True: "✓", False: "✗"}
@@ -26,8 +26,10 @@ def trajectory_section(run: SimulationRun, anchor: str) -> str:
     if run.error:
         parts.insert(0, element("p", f"error: {run.error}", class_="notes"))
     head = element("summary", children=mark + element("span", title))
-    details = element("details", children=head + "".join(parts))
-    return element("section", class_="trajectory", id=anchor, children=details)
+    details = element("details", class_="trial", children=head + "".join(parts))
+    # data-outcome is what the page's failures filter reads; an excluded trial is not a pass, so it shows.
+    outcome = "excluded" if run.termination_reason in EXCLUDED_TERMINATIONS else ("pass" if success else "fail")
+    return element("section", class_="trajectory", id=anchor, data_outcome=outcome, children=details)
 
 
 def messages_block(messages: list[Message]) -> str:
@@ -39,7 +41,7 @@ def messages_block(messages: list[Message]) -> str:
             label = element("span", f"tool ← {names.get(message.tool_call_id or '', '?')} ", class_="role",
                             children=badge)
             out.append(element("div", class_="msg role-tool" + (" error" if message.error else ""),
-                               children=label + element("span", message.content or "")))
+                               children=label + tool_result(message.content or "")))
             continue
         calls = "".join(
             element("div", f"→ {c.name}({json.dumps(c.arguments, sort_keys=True, ensure_ascii=False)})",
@@ -50,6 +52,46 @@ def messages_block(messages: list[Message]) -> str:
         out.append(element("div", class_=f"msg role-{message.role}",
                            children=element("span", message.role, class_="role") + text + calls))
     return element("div", class_="messages", children="".join(out))
+
+
+FOLD_LINES = 12  # a tool result longer than this starts folded
+
+
+def tool_result(content: str) -> str:
+    """A tool's answer, JSON pretty-printed, in a <details> of its own: open when short, folded when
+    long, so a trajectory reads as a conversation and a 200-line lookup is one click away."""
+    pretty = pretty_json(content)
+    text = content if pretty is None else pretty
+    lines = text.count("\n") + 1
+    label = f"{lines} lines" + (" of JSON" if pretty is not None else "")
+    summary = element("summary", f"{label}: {_preview(content, pretty is not None)}")
+    return element("details", class_="result", open=lines <= FOLD_LINES,
+                   children=summary + element("pre", text, class_="result"))
+
+
+def _preview(content: str, is_json: bool) -> str:
+    """What a folded result holds, in a line: an object's keys, an array's length, or its first words."""
+    if is_json:
+        value = json.loads(content)
+        text = "{" + ", ".join(str(key) for key in value) + "}" if isinstance(value, dict) else f"[{len(value)} items]"
+    else:
+        text = " ".join(content.split())
+    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+
+
+_PREVIEW = 80
+
+
+def pretty_json(content: str) -> str | None:
+    """An object or array indented two spaces, keys in their order; None when it is not JSON of that kind."""
+    stripped = content.strip()
+    if not stripped.startswith(("{", "[")):
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def reward_block(run: SimulationRun) -> str:

@@ -14,6 +14,13 @@ replacement and averages their per-task differences, so task difficulty (shared 
 cancels and the sampling unit is the task, as in `metrics.bootstrap_pass_hat_k_ci`. One seeded index
 matrix serves every metric, so results are reproducible for a given seed.
 
+Small samples (`expand=True`, what `run --until-decided` uses). A percentile interval is too narrow
+with few tasks: it is about a normal interval with the plug-in standard deviation, where Student's t
+with n - 1 degrees of freedom and the n - 1 divisor belong. Each side of the interval is then
+widened about the point estimate by sqrt(n / (n - 1)) * t_{n-1} / z at the interval's level
+(Hesterberg's expanded percentile interval, applied as a scale so that the far tails are not read
+from a handful of resamples). check keeps the plain percentile interval.
+
 Exact test for pass^1. An exact sign-flip (paired permutation) test over the per-task pass^1
 differences: under "no difference" the two labels of a task are exchangeable, so each per-task
 difference is as likely to have either sign, and the p-value is the share of the 2^n sign patterns
@@ -32,6 +39,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from pydantic import BaseModel
 
@@ -93,8 +101,10 @@ class _Pair:
     by_seed: bool
 
 
-def pair_tasks(candidate: Results, baseline: Results) -> list[_Pair]:
-    """Common tasks (a counted trial on both sides), in the candidate's order; seed-matched if possible."""
+def pair_tasks(candidate: Results, baseline: Results, match_seeds: bool = True) -> list[_Pair]:
+    """Common tasks (a counted trial on both sides), in the candidate's order; seed-matched if possible
+    (and `match_seeds`: a run that added trials of new seeds to some tasks keeps them all, see
+    workflows/adaptive.py)."""
 
     def grouped(results: Results) -> OrderedDict[str, list[SimulationRun]]:
         groups: OrderedDict[str, list[SimulationRun]] = OrderedDict()
@@ -108,7 +118,7 @@ def pair_tasks(candidate: Results, baseline: Results) -> list[_Pair]:
         other = theirs.get(task_id)
         if not other:
             continue
-        shared = {run.seed for run in runs} & {run.seed for run in other}
+        shared = {run.seed for run in runs} & {run.seed for run in other} if match_seeds else set()
         if shared:
             runs = [run for run in runs if run.seed in shared]
             other = [run for run in other if run.seed in shared]
@@ -128,12 +138,14 @@ def _per_task(runs: list[SimulationRun], k: int) -> tuple[float, float, float]:
 
 def paired_comparison(
     candidate: Results, baseline: Results, level: float = 0.95, resamples: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0,
+    seed: int = 0, match_seeds: bool = True, expand: bool = False,
 ) -> PairedComparison | None:
-    """The paired comparison on the common tasks; None when the runs have no scored task in common."""
+    """The paired comparison on the common tasks; None when the runs have no scored task in common.
+    `match_seeds=False` keeps every counted trial of a task on both sides, even where seeds are shared;
+    `expand` widens each interval for the number of tasks (module docstring)."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"confidence level must be in (0, 1), got {level}")
-    pairs = pair_tasks(candidate, baseline)
+    pairs = pair_tasks(candidate, baseline, match_seeds)
     if not pairs:
         return None
     import numpy as np
@@ -145,11 +157,15 @@ def paired_comparison(
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, len(pairs), size=(resamples, len(pairs)))
     tail = (1.0 - level) / 2.0
+    widen = expansion(len(pairs), level) if expand else 1.0
     differences: dict[str, PairedDifference] = {}
     for column, metric in enumerate(PAIRED_METRICS):
         point = float(deltas[:, column].mean())
         means = deltas[:, column][picks].mean(axis=1)
         low, high = (float(v) for v in np.quantile(means, [tail, 1.0 - tail]))
+        if expand:
+            low, high = ((-1.0, 1.0) if math.isinf(widen)
+                         else (point - (point - low) * widen, point + (high - point) * widen))
         differences[metric] = PairedDifference(
             metric=metric, k={"pass^1": 1, "pass^k": k}.get(metric),
             candidate=float(mine[:, column].mean()), baseline=float(theirs[:, column].mean()),
@@ -167,6 +183,44 @@ def paired_comparison(
         seed_paired_tasks=sum(p.by_seed for p in pairs), level=level, resamples=resamples, seed=seed,
         differences=differences, test=sign_flip_test(per_task), per_task=per_task,
     )
+
+
+def expansion(tasks: int, level: float) -> float:
+    """sqrt(n / (n - 1)) * t_{n-1} / z at a two-sided `level`; inf for one task (no spread to widen)."""
+    if tasks < 2:
+        return math.inf
+    q = 1.0 - (1.0 - level) / 2.0
+    return math.sqrt(tasks / (tasks - 1)) * student_t_quantile(q, tasks - 1) / NormalDist().inv_cdf(q)
+
+
+def student_t_quantile(q: float, df: int) -> float:
+    """The q-quantile (q > 0.5) of Student's t with integer `df`, by bisection on its CDF."""
+    low, high = 0.0, 1.0
+    while _t_cdf(high, df) < q:
+        high *= 2.0
+    for _ in range(100):
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if _t_cdf(middle, df) < q else (low, middle)
+    return (low + high) / 2.0
+
+
+def _t_cdf(t: float, df: int) -> float:
+    """P(T <= t) for t >= 0, integer df: the finite series of Abramowitz & Stegun 26.7.3 and 26.7.4."""
+    theta = math.atan(t / math.sqrt(df))
+    cos2, sin = math.cos(theta) ** 2, math.sin(theta)
+    if df % 2:  # odd: A = (2/pi) (theta + sin cos (1 + 2/3 cos^2 + 2.4/(3.5) cos^4 + ...))
+        term, series = 1.0, 1.0 if df > 1 else 0.0
+        for j in range(1, (df - 1) // 2):
+            term *= (2 * j) / (2 * j + 1) * cos2
+            series += term
+        share = 2.0 / math.pi * (theta + sin * math.cos(theta) * series)
+    else:  # even: A = sin (1 + 1/2 cos^2 + 1.3/(2.4) cos^4 + ...)
+        term, series = 1.0, 1.0
+        for j in range(1, df // 2):
+            term *= (2 * j - 1) / (2 * j) * cos2
+            series += term
+        share = sin * series
+    return 0.5 + share / 2.0
 
 
 def sign_flip_test(tasks: list[TaskPair]) -> SignFlipTest:

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from tauproxy.data_model.result import Results, SimulationRun
 from tauproxy.errors import ConfigError
 from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, task_counts
-from tauproxy.reports.paired import PairedComparison, mean_trial_cost, paired_comparison
+from tauproxy.reports.paired import DEFAULT_BOOTSTRAP, PairedComparison, mean_trial_cost, paired_comparison
 
 METRICS = ("pass^1", "pass^k", "avg_reward")
 # Floating-point slack so that a drop of exactly --max-drop (0.3 - 0.2 = 0.09999…) is not "more than".
@@ -93,9 +93,14 @@ def _infra_errors(runs: list[SimulationRun]) -> int:
 
 def compare_scores(
     run: Results, baseline: Results, metric: str, max_drop: float, confidence: float = DEFAULT_CONFIDENCE,
-    seed: int = 0,
+    seed: int = 0, match_seeds: bool = True, resamples: int = DEFAULT_BOOTSTRAP, expand: bool = False,
+    advise: bool = True,
 ) -> ScoreComparison:
-    """Compare `run` with `baseline` on their common tasks: bad, good or undecided against `max_drop`."""
+    """Compare `run` with `baseline` on their common tasks: bad, good or undecided against `max_drop`.
+
+    `match_seeds`, `resamples` and `expand` go to `paired_comparison` (workflows/sequential.py keeps
+    every trial, draws more resamples for its wider intervals and widens them for few tasks);
+    `advise=False` leaves out the more-trials advice (that loop adds the trials itself)."""
     check_metric(metric)
     if not 0.0 < confidence < 1.0:
         raise ConfigError(f"confidence must be between 0 and 1 (exclusive), got {confidence:g}")
@@ -125,7 +130,8 @@ def compare_scores(
         result.reason = "no common task has a trial without an infrastructure error on both sides"
         return result
     paired = paired_comparison(run.model_copy(update={"simulations": mine}),
-                               baseline.model_copy(update={"simulations": theirs}), level=confidence, seed=seed)
+                               baseline.model_copy(update={"simulations": theirs}), level=confidence, seed=seed,
+                                match_seeds=match_seeds, resamples=resamples, expand=expand)
     if paired is None:  # unreachable after the checks above; kept for the type checker
         result.reason = "no common task to compare"
         return result
@@ -143,7 +149,8 @@ def compare_scores(
         result.verdict, relation = Verdict.GOOD, "<="
     else:
         result.verdict, relation = Verdict.UNDECIDED, "straddles"
-        result.more_trials = _more_trials(result, paired, mine, theirs)
+        if advise:
+            result.more_trials = _more_trials(result, paired, mine, theirs)
     name = metric if metric != "pass^k" else f"pass^{difference.k}"
     result.reason = (
         f"{name} {result.score:.3f} vs baseline {result.baseline_score:.3f} on {paired.tasks} common "

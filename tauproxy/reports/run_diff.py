@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
 from tauproxy.data_model.result import Results, SimulationRun
 from tauproxy.data_model.task import Task
+from tauproxy.errors import ConfigError
 from tauproxy.reports.divergence import (
     Cause,
     Divergence,
@@ -31,6 +32,7 @@ from tauproxy.reports.divergence import (
 )
 from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, is_success, pass_hat_ks, task_counts
 from tauproxy.reports.paired import PairedComparison, paired_comparison, render_paired
+from tauproxy.results.provenance import SourcedResults
 from tauproxy.store.cassette import Cassette
 
 
@@ -186,20 +188,53 @@ def _side_line(name: str, side: RunSide) -> str:
             f"pass^1 {_fmt(side.pass_hat_1)}")
 
 
-def render_diff(diff: RunDiff) -> str:
-    """The diff as plain text: header, setting changes, per-task counts, then each flipped trial."""
+AnyResults = TypeVar("AnyResults", bound=Results)
+
+
+def only_tasks(a: AnyResults, b: AnyResults, task_ids: list[str]) -> tuple[AnyResults, AnyResults]:
+    """Both runs cut down to these tasks (`diff --task`); a task in neither run is an error."""
+    known = dict.fromkeys([*(t.id for t in a.tasks), *(t.id for t in b.tasks),
+                           *(s.task_id for s in a.simulations), *(s.task_id for s in b.simulations)])
+    missing = [task_id for task_id in task_ids if task_id not in known]
+    if missing:
+        shown = ", ".join(list(known)[:10]) + (", ..." if len(known) > 10 else "")
+        raise ConfigError(f"no task {', '.join(map(repr, missing))} in either run (tasks: {shown})")
+    wanted = set(task_ids)
+
+    def cut(results: AnyResults) -> AnyResults:
+        update: dict[str, Any] = {"tasks": [t for t in results.tasks if t.id in wanted],
+                                  "simulations": [s for s in results.simulations if s.task_id in wanted]}
+        if isinstance(results, SourcedResults) and results.task_ids is not None:
+            update["task_ids"] = [task_id for task_id in results.task_ids if task_id in wanted]
+        return results.model_copy(update=update)
+
+    return cut(a), cut(b)
+
+
+def render_diff(diff: RunDiff, limit: int | None = None) -> str:
+    """The diff as plain text: header, setting changes, per-task counts, then each flipped trial.
+
+    With `limit`, the per-task counts list only the tasks that changed, and at most `limit` of them
+    and of the flipped trials, saying how many were left out (the JSON dump always has them all).
+    """
     lines = [_side_line("A", diff.a), _side_line("B", diff.b)]
     if diff.setting_changes:
         lines.append("settings that differ:")
         lines += [f"  {name}: {short_value(a)} -> {short_value(b)}" for name, (a, b) in diff.setting_changes.items()]
     else:
         lines.append("settings: identical")
-    lines.append("per task (passed/trials, A -> B):")
-    width = max((len(row.task_id) for row in diff.tasks), default=4)
-    for row in diff.tasks:
+    rows = diff.tasks if limit is None else [row for row in diff.tasks if row.changed]
+    shown_rows = rows if limit is None else rows[:limit]
+    lines.append("per task (passed/trials, A -> B):" if limit is None else
+                 f"per task that changed (passed/trials, A -> B), {len(rows)} of {len(diff.tasks)}:")
+    width = max((len(row.task_id) for row in shown_rows), default=4)
+    for row in shown_rows:
         mark = "  *" if row.changed else ""
         lines.append(f"  {row.task_id:<{width}}  {row.a_successes}/{row.a_trials} -> "
                      f"{row.b_successes}/{row.b_trials}{mark}")
+    if len(shown_rows) < len(rows):
+        left_out = len(rows) - len(shown_rows)
+        lines.append(f"  ... {left_out} more changed tasks left out (--limit {limit}; all in --json)")
     if diff.unpaired_a or diff.unpaired_b:
         lines.append(f"unpaired trials: {len(diff.unpaired_a)} only in A, {len(diff.unpaired_b)} only in B")
     regressed = sum(flip.direction == "regressed" for flip in diff.flips)
@@ -209,8 +244,12 @@ def render_diff(diff: RunDiff) -> str:
         lines.append(render_paired(diff.comparison, "B", "A"))
     if diff.causes:
         lines.append("causes: " + ", ".join(f"{cause} {count}" for cause, count in diff.causes.items()))
-    for flip in diff.flips:
+    shown_flips = diff.flips if limit is None else diff.flips[:limit]
+    for flip in shown_flips:
         lines += _flip_lines(flip)
+    if len(shown_flips) < len(diff.flips):
+        lines.append(f"... {len(diff.flips) - len(shown_flips)} more flipped trials left out "
+                     f"(--limit {limit}; all in --json)")
     return "\n".join(lines)
 
 

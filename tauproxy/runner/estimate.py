@@ -1,12 +1,17 @@
 """Predict calls, tokens and cost of a planned run before launching it.
 
-1. Cassette (exact): each planned trial is replayed against the cassette until its first miss. Those
-   calls will be served from the cassette, with their recorded usage.
+1. Cassette (exact): each planned trial is replayed against the cassette until its first miss, by
+   the runner's own trial function (so a tau2/ domain's trial runs τ²-bench's engine, as in `run`).
+   Those calls will be served from the cassette, with their recorded usage.
 2. History (statistical): the rest of each trial is drawn from earlier runs of the domain — the
-   same task's trials when the history has it, else any trial — with the calls beyond the replayed
-   prefix costed at the TARGET models' prices and rescaled by tokeniser family. Many seeded draws
-   give the p50 and p90. A history run is anything `report` reads: a tauproxy run gives its call
-   records; a τ²-bench file, which keeps none, gives the calls its messages show (their usage).
+   same task's trials when the history has it; for a task it never saw, another task's trials
+   rescaled to a size drawn from the predictive of task sizes (`_TwoLevel` says how and why) — with
+   the calls beyond the replayed prefix costed at the TARGET models' prices and rescaled by
+   tokeniser family. Many seeded draws give the p50 and p90. The p90's coverage is measured, not
+   assumed: on random halvings of the history's tasks, one half predicts the other (`p90_coverage`),
+   and the estimate reports the share of halvings its p90 covered. A history run is anything
+   `report` reads: a tauproxy run gives its call records; a τ²-bench file, which keeps none, gives
+   the calls its messages show (their usage).
 3. No history: a prior from the sizes of the policy, tools and instructions and a turns-per-task
    prior, labelled low-confidence.
 """
@@ -193,9 +198,24 @@ COVERAGE_DRAWS = 500
 
 
 class _TwoLevel:
-    """Per draw, a bootstrap of the history: its tasks, then each task's trials (global trial indices)."""
+    """Per draw, a bootstrap of the history: its tasks, then each task's trials (global trial indices),
+    and, for a task the history never saw, a size drawn from the predictive of task sizes.
 
-    def __init__(self, past: list[_PastTrial], draws: int, rng: np.random.Generator) -> None:
+    `sizes` (one per history trial, e.g. its tokens) give each history task a size, its trials' mean.
+    A planned trial of a seen task is one of that task's trials, resampled. A planned task the history
+    never saw gets, per draw, one stand-in history task (from the draw's resampled tasks) for all its
+    trials, since trials of one task share its difficulty (its k trials move together: k^2 times a
+    trial's share of the task variance, not k); its trials are the stand-in's, rescaled to a size drawn
+    from a lognormal whose parameters are themselves drawn from their posterior given the history's
+    task sizes (normal on the log scale under the reference prior: sigma^2 ~ (n - 1) s^2 / chi2(n - 1),
+    mu ~ N(m, sigma^2 / n)). Why not the bootstrap alone: resampled tasks never reach past the largest
+    task seen, and the mean of a few skewed sizes (costs are skewed) is mostly too low, so a bootstrap
+    p90 covered 65-81% (bench/README.md); the predictive adds the pilot's own sampling error and the
+    tail. Without usable sizes (fewer than 2 tasks, a size of 0) the stand-in's trials are kept as they are.
+    """
+
+    def __init__(self, past: list[_PastTrial], draws: int, rng: np.random.Generator,
+                 sizes: np.ndarray | None = None) -> None:
         members: dict[str, list[int]] = defaultdict(list)
         for index, trial in enumerate(past):
             members[trial.task_id].append(index)
@@ -205,37 +225,57 @@ class _TwoLevel:
         self.level2 = [np.asarray(members[task])[rng.integers(0, len(members[task]), size=(draws, len(members[task])))]
                        for task in self.tasks]
         self.position = {task: i for i, task in enumerate(self.tasks)}
+        self._stand_ins: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.task_sizes: np.ndarray | None = None
+        if sizes is not None and len(self.tasks) >= 2:
+            task_sizes = np.array([float(np.mean(sizes[members[task]])) for task in self.tasks])
+            # Equal sizes give sigma 0: the rescale would be 1 up to rounding, so it is left out.
+            if (task_sizes > 0).all() and np.ptp(task_sizes) > 0:
+                self.task_sizes = task_sizes
+                logs = np.log(task_sizes)
+                n = len(logs)
+                self.sigma = np.sqrt((n - 1) * logs.var(ddof=1) / rng.chisquare(n - 1, size=draws))
+                self.mu = logs.mean() + self.sigma / np.sqrt(n) * rng.standard_normal(draws)
 
-    def picks(self, task_id: str) -> np.ndarray:
-        """One history trial per draw for a planned trial of `task_id`."""
+    def picks(self, task_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """For a planned trial of `task_id`: one history trial per draw, and the factor to scale it by."""
         rows = np.arange(self.draws)
         own = self.position.get(task_id)
         if own is not None:
             pool = self.level2[own]
-            return pool[rows, self.rng.integers(0, pool.shape[1], size=self.draws)]
-        chosen = self.level1[rows, self.rng.integers(0, len(self.tasks), size=self.draws)]
+            return pool[rows, self.rng.integers(0, pool.shape[1], size=self.draws)], np.ones(self.draws)
+        stand_in = self._stand_ins.get(task_id)
+        if stand_in is None:
+            chosen = self.level1[rows, self.rng.integers(0, len(self.tasks), size=self.draws)]
+            scale = np.ones(self.draws)
+            if self.task_sizes is not None:
+                drawn = np.exp(self.mu + self.sigma * self.rng.standard_normal(self.draws))
+                scale = drawn / self.task_sizes[chosen]
+            stand_in = self._stand_ins[task_id] = (chosen, scale)
+        chosen, scale = stand_in
         picks = np.empty(self.draws, dtype=np.int64)
         for task in np.unique(chosen):
             where = np.nonzero(chosen == task)[0]
             pool = self.level2[int(task)]
             picks[where] = pool[where, self.rng.integers(0, pool.shape[1], size=len(where))]
-        return picks
+        return picks, scale
 
 
 def _from_history(
     specs: list[TrialSpec], past: list[_PastTrial], prefixes: Prefixes, coster: _Coster, seed: int
 ) -> Estimate:
     rng = np.random.default_rng(seed)
-    sampler = _TwoLevel(past, DRAWS, rng)
-    tables: dict[int, np.ndarray] = {}  # replayed-prefix length -> (past, roles, 3): calls, tokens, cost
+    # replayed-prefix length -> (past, roles, 3): calls, tokens, cost
+    tables: dict[int, np.ndarray] = {0: np.array([_trial_totals(trial, 0, coster) for trial in past])}
+    sampler = _TwoLevel(past, DRAWS, rng, sizes=tables[0][:, :, 1].sum(axis=1))  # a trial's size: its tokens
     totals = {role: np.zeros((DRAWS, 3)) for role in ROLES}
     for spec in specs:
         skip = len(prefixes.get(spec.run_id, []))
         if skip not in tables:
             tables[skip] = np.array([_trial_totals(trial, skip, coster) for trial in past])
-        picks = sampler.picks(spec.task.id)
+        picks, scale = sampler.picks(spec.task.id)
         for r, role in enumerate(ROLES):
-            totals[role] += tables[skip][picks, r, :]
+            totals[role] += tables[skip][picks, r, :] * scale[:, None]
     est = Estimate(trials=len(specs), confidence="history", basis=f"{len(past)} earlier trials")
     overall = np.zeros(DRAWS)
     for role in ROLES:
@@ -248,9 +288,7 @@ def _from_history(
         )
     est.live_cost_p50, est.live_cost_p90 = float(np.percentile(overall, 50)), float(np.percentile(overall, 90))
     _replayed(prefixes, coster, est)
-    table = tables.get(0)
-    if table is None:
-        table = np.array([_trial_totals(trial, 0, coster) for trial in past])
+    table = tables[0]
     # Tokens when a price is unknown or every price is zero (scripted, local): cost would say nothing.
     column = 1 if coster.unknown or not table[:, :, 2].any() else 2
     est.coverage_of = "tokens" if column == 1 else "cost"
@@ -271,11 +309,12 @@ def p90_coverage(past: list[_PastTrial], values: np.ndarray, seed: int,
         pilot = {tasks[i] for i in order[: len(tasks) // 2]}
         kept = [i for i, trial in enumerate(past) if trial.task_id in pilot]
         held = [i for i, trial in enumerate(past) if trial.task_id not in pilot]
-        sampler = _TwoLevel([past[i] for i in kept], draws, rng)
         pilot_values = values[kept]
+        sampler = _TwoLevel([past[i] for i in kept], draws, rng, sizes=pilot_values)
         total = np.zeros(draws)
         for index in held:
-            total += pilot_values[sampler.picks(past[index].task_id)]  # a task the pilot never saw
+            picks, scale = sampler.picks(past[index].task_id)  # a task the pilot never saw
+            total += pilot_values[picks] * scale
         hits += float(values[held].sum()) <= float(np.percentile(total, 90))
     return hits / checks, checks
 

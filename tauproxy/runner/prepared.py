@@ -6,7 +6,8 @@ executes it. Living here, below both, it lets them share it without importing ea
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tauproxy.data_model.result import RunInfo, SimulationRun
@@ -39,6 +40,20 @@ class PreparedRun:
     @property
     def pending(self) -> list[TrialSpec]:
         return [spec for spec in self.specs if spec.run_id not in self.finished]
+
+    def with_trials(self, plan: Mapping[str, int], finished: Mapping[str, SimulationRun] | None = None) -> PreparedRun:
+        """The same run planning `plan[task id]` trials of each task (trials 0..n-1, each with the seed
+        the config gives that trial; a task not in `plan` gets none), for a run that grows some tasks
+        only (workflows/adaptive.py). The config must plan at least the largest count, so that every
+        trial's spec and seed exist. `finished`: trials known done beyond the run directory's (a run
+        without --save-to keeps them in memory between rounds)."""
+        specs = [spec for spec in self.specs if spec.trial < plan.get(spec.task.id, 0)]
+        missing = {task: n for task, n in plan.items()
+                   if n > sum(1 for spec in specs if spec.task.id == task)}
+        if missing:
+            raise ValueError(f"the config plans fewer trials than asked for: {missing}")
+        done = {**(finished or {}), **self.finished}
+        return dataclasses.replace(self, specs=specs, finished=done)
 
     def keep(
         self, done: list[SimulationRun], simulation: SimulationRun, already: int, progress: ProgressCallback | None

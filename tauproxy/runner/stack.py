@@ -14,13 +14,9 @@ def build_transport(config: RunConfig, pack: DomainPack, pricing: Pricing | None
     router = ProviderRouter({task.id: task for task in pack.tasks})
     if config.cassette is None or config.record_mode == RecordMode.OFF:
         return router
-    from tauproxy.proxy.recorder import CassetteTransport
-    from tauproxy.store.cassette import Cassette
+    from tauproxy.proxy.recorder import over_cassette
 
-    cassette = Cassette.open(config.cassette, create=config.record_mode != RecordMode.REPLAY)
-    mode = config.record_mode.resolved(cassette.is_empty())
-    live = router if mode.goes_live else None
-    return CassetteTransport(cassette, mode, live, pricing or Pricing.from_file(config.prices))
+    return over_cassette(config.cassette, config.record_mode, router, pricing or Pricing.from_file(config.prices))
 
 
 def transport_warnings(transport: Transport) -> list[str]:

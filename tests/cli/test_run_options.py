@@ -98,6 +98,12 @@ def sample_changes(tmp_path: Path) -> dict[str, dict[str, Any]]:
         "max_infra_errors": {"max_infra_errors": 3},
         "executor": {"executor": "ray"},
         "ray_address": {"ray_address": "ray://head:10001", "executor": "ray"},
+        "against": {"against": tmp_path, "until_decided": True, "max_cost": 1.0},
+        "until_decided": {"until_decided": True, "against": tmp_path, "max_cost": 1.0},
+        "max_drop": {"max_drop": 0.1},
+        "confidence": {"confidence": 0.9},
+        "undecided": {"undecided": "good"},
+        "full": {"full": True},
     }
 
 

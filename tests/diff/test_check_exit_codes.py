@@ -58,7 +58,8 @@ def test_missing_or_unreadable_inputs_cannot_be_tested(runs: dict[str, Path], tm
     garbage.write_text("{not json")
     assert check(garbage, runs["base"])[0] == 125
     proc = run_cli("check", str(runs["base"]), check=False)  # no --baseline at all
-    assert proc.returncode == 125 and "--baseline" in proc.stderr
+    # a usage error, not a commit that cannot be judged: one line, exit 2
+    assert proc.returncode == 2 and "--baseline" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_no_common_task_cannot_be_tested(runs: dict[str, Path]) -> None:

@@ -1,5 +1,6 @@
 """The HTML report in a real browser: headless Chromium renders the charts, runs the page's script
-without a console error, and takes a screenshot.
+without a console error, and takes screenshots (plain, and with the failures filter from the URL).
+The DOM the browser dumps after the script ran shows the filter, the search and the anchors at work.
 
 Chromium prints page console messages to stderr under --enable-logging=stderr as lines like
 `[...:INFO:CONSOLE:1] "Uncaught Error: boom", source: file:///... (1)`, at INFO level whatever the
@@ -12,12 +13,17 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import struct
 import subprocess
+from html import unescape
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
-from report_runs import mock_run
+from conftest import REPO_ROOT, run_cli
+from report_runs import mock_run, results_json
+
+from tauproxy.data_model.result import Results, SimulationRun
+from tauproxy.reports.metrics import is_success
 
 pytestmark = pytest.mark.slow
 
@@ -66,25 +72,101 @@ def test_the_console_detector_catches_a_page_that_throws(tmp_path: Path) -> None
     assert console_problems(clean.stderr) == [] and ">ok</p>" in clean.stdout
 
 
-def test_report_renders_charts_and_runs_its_script_cleanly(tmp_path: Path) -> None:
-    run_dir = mock_run(tmp_path / "run", trials=3, seed=2)
-    page = tmp_path / "report.html"
-    run_cli("report", str(run_dir), "--html", str(page))
+DEMO_PRICES = REPO_ROOT / "cassettes" / "demo-prices.json"
+PNG = b"\x89PNG\r\n\x1a\n"
 
-    # Opening a trajectory's anchor: the page's script must expand exactly that <details>.
-    dumped = chromium(tmp_path / "profile-dom", page.as_uri() + "#traj-1", "--dump-dom")
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Results]:
+    """One priced mock run (so the cost charts are drawn) whose slips give both passes and failures."""
+    tmp = tmp_path_factory.mktemp("html")
+    run_dir = mock_run(tmp / "run", trials=3, seed=2, extra=("--prices", str(DEMO_PRICES)))
+    page = tmp / "report.html"
+    run_cli("report", str(run_dir), "--html", str(page))
+    return page, Results.model_validate(results_json(run_dir))
+
+
+def dom_of(tmp_path: Path, url: str) -> str:
+    dumped = chromium(tmp_path / "profile-dom", url, "--dump-dom")
     assert dumped.returncode == 0, dumped.stderr[-2000:]
-    dom = dumped.stdout
+    assert console_problems(dumped.stderr) == []
+    return dumped.stdout
+
+
+def sections(dom: str) -> dict[str, str]:
+    """Trajectory id -> its opening tag, as the browser serialised it after the script ran."""
+    return {m.group(1): m.group(0) for m in re.finditer(r'<section class="trajectory" id="([^"]+)"[^>]*>', dom)}
+
+
+def anchor(run: SimulationRun) -> str:
+    return f"trial-{run.task_id}-{run.trial}"
+
+
+def screenshot(tmp_path: Path, name: str, url: str) -> Path:
+    shot = tmp_path / f"{name}.png"
+    taken = chromium(tmp_path / f"profile-{name}", url, f"--screenshot={shot}", "--window-size=1280,2000")
+    assert taken.returncode == 0 and shot.exists(), taken.stderr[-2000:]
+    assert console_problems(taken.stderr) == []
+    data = shot.read_bytes()
+    assert data[:8] == PNG and len(data) > 20_000, "a blank page compresses to a few kB"
+    width, height = struct.unpack(">II", data[16:24])  # the IHDR chunk
+    assert (width, height) == (1280, 2000)
+    return shot
+
+
+def test_report_renders_charts_and_runs_its_script_cleanly(report: tuple[Path, Results], tmp_path: Path) -> None:
+    page, results = report
+    dom = dom_of(tmp_path, page.as_uri())
     for chart in CHART_IDS:
         assert f'id="{chart}"' in dom, chart
-    assert dom.count("<details open") == 1
-    opened = dom.split('id="traj-1"')[1][:200]
-    assert "<details open" in opened
-    assert console_problems(dumped.stderr) == []
+    assert "<details class=\"trial\" open" not in dom, "nothing opens without an anchor"
+    assert '<div id="controls">' in dom, "the script shows the controls"
+    assert not any("hidden" in tag for tag in sections(dom).values()), "no filter: every trajectory shows"
+    assert len(sections(dom)) == len(results.simulations)
+    screenshot(tmp_path, "report", page.as_uri())
 
-    shot = tmp_path / "report.png"
-    taken = chromium(tmp_path / "profile-shot", page.as_uri(), f"--screenshot={shot}",
-                     "--window-size=1280,2000")
-    assert taken.returncode == 0 and shot.exists(), taken.stderr[-2000:]
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
-    assert console_problems(taken.stderr) == []
+
+def test_an_anchor_opens_exactly_its_trajectory(report: tuple[Path, Results], tmp_path: Path) -> None:
+    page, results = report
+    target = results.simulations[4]
+    dom = dom_of(tmp_path, f"{page.as_uri()}#{anchor(target)}")
+    assert dom.count('<details class="trial" open') == 1
+    opened = dom.split(f'id="{anchor(target)}"')[1][:300]
+    assert '<details class="trial" open' in opened
+
+
+def test_failures_filter_from_the_url_hides_passes_in_trajectories_and_grid(
+    report: tuple[Path, Results], tmp_path: Path
+) -> None:
+    page, results = report
+    failed = {anchor(s) for s in results.simulations if not is_success(s)}
+    assert failed and len(failed) < len(results.simulations), "the slip model must both pass and fail"
+    url = f"{page.as_uri()}?only=failures"
+    dom = dom_of(tmp_path, url)
+    shown = {name for name, tag in sections(dom).items() if "hidden" not in tag}
+    assert shown == failed
+    assert f"{len(failed)} of {len(results.simulations)} trajectories shown" in dom
+    rows = re.findall(r'<tr data-outcome="(\w+)"( hidden="")?>', dom)
+    assert rows and all(bool(hidden) == (outcome == "pass") for outcome, hidden in rows)
+    # A link to a passing trial still opens it under the filter: the anchor wins.
+    passing = next(s for s in results.simulations if is_success(s))
+    pinned = sections(dom_of(tmp_path, f"{url}#{anchor(passing)}"))
+    assert "hidden" not in pinned[anchor(passing)]
+    screenshot(tmp_path, "failures", url)
+
+
+def test_search_keeps_the_trajectories_that_contain_the_text(report: tuple[Path, Results], tmp_path: Path) -> None:
+    page, results = report
+    # The text of each trajectory as the page holds it (what the script searches), and a word that
+    # some trajectories contain and others do not.
+    html = page.read_text()
+    texts = {name: unescape(re.sub(r"<[^>]+>", "", chunk)).lower() for name, chunk in re.findall(
+        r'<section class="trajectory" id="([^"]+)".*?>(.*?)</section>', html, re.S)}
+    assert len(texts) == len(results.simulations)
+    word = next(w for text in texts.values() for w in sorted(set(re.findall(r"[a-z]{6,}", text)))
+                if 0 < sum(w in other for other in texts.values()) < len(texts) / 2)
+    expected = {name for name, text in texts.items() if word in text}
+    dom = dom_of(tmp_path, f"{page.as_uri()}?q={word.upper()}")
+    shown = {name for name, tag in sections(dom).items() if "hidden" not in tag}
+    assert shown == expected, f"case-insensitive search for {word!r}"
+    assert f"{len(shown)} of {len(results.simulations)} trajectories shown" in dom

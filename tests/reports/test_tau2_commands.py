@@ -133,7 +133,7 @@ def test_an_unpriced_zero_cost_is_unknown_and_a_free_one_is_zero(tmp_path: Path)
     assert unpriced["cost"]["unattributed"]["by_role"]["agent"] is None
     assert unpriced["cost"]["unattributed"]["by_role"]["user"] == pytest.approx(0.2736)
     assert any("0.0" in note and "unknown" in note for note in unpriced["notes"])
-    text = run_cli("report", str(tmp_path / "unpriced.json")).stdout
+    text = run_cli("report", str(tmp_path / "unpriced.json"), "--full").stdout
     assert "agent unknown" in text and "agent $0.0000" not in text
 
     data["info"]["agent_info"]["llm"] = "scripted/silent"  # free by declaration: 0.0 is the price
