@@ -36,6 +36,12 @@ class Undecided(StrEnum):
     SKIP = "skip"
 
 
+def verdict_exit_code(verdict: str, undecided: str) -> int:
+    """The exit code of a verdict (good, bad, skip or undecided), an undecided one as `undecided` says."""
+    choice = {"good": GOOD, "bad": BAD, "skip": CANNOT_TEST}
+    return {**choice, "undecided": choice[undecided]}[verdict]
+
+
 def check_command(
     run: Annotated[Path, typer.Argument(help=f"The run to judge ({RUN_ARGUMENT}).")],
     baseline: Annotated[Path | None, typer.Option(
@@ -77,9 +83,7 @@ def check_command(
         if json_output:
             print_json({"verdict": Verdict.SKIP.value, "reason": str(exc), "exit_code": CANNOT_TEST})
         raise typer.Exit(CANNOT_TEST) from None
-    codes = {Verdict.GOOD: GOOD, Verdict.BAD: BAD, Verdict.SKIP: CANNOT_TEST,
-             Verdict.UNDECIDED: {"good": GOOD, "bad": BAD, "skip": CANNOT_TEST}[undecided]}
-    code = codes[result.verdict]
+    code = verdict_exit_code(result.verdict.value, undecided)
     if json_output:
         print_json({**result.model_dump(mode="json"), "exit_code": code})
     else:

@@ -89,6 +89,8 @@ def run_until_decided(config: RunConfig, flags: RunFlags, json_output: bool = Fa
 
     runner = RunnerTrials(config)
     outcome = until_decided(runner, baseline, runner.initial_plan(), settings, on_round=show)
+    from tauproxy_cli.check import verdict_exit_code
+
     code = verdict_exit_code(outcome.final.verdict.value, flags.undecided)
     if outcome.runner_stop == StopKind.INFRASTRUCTURE.value:
         code = exit_codes.INFRASTRUCTURE_STOP
@@ -109,14 +111,6 @@ def run_until_decided(config: RunConfig, flags: RunFlags, json_output: bool = Fa
         f"{_money(outcome.spend_usd)} of --max-cost {_money(outcome.max_cost)} (live {_money(outcome.live_usd)})"
         + (f"; saved to {config.save_to}" if config.save_to else ""), markup=False, soft_wrap=True)
     return code
-
-
-def verdict_exit_code(verdict: str, undecided: str) -> int:
-    """check's exit code of a verdict (tauproxy_cli/check.py's constants)."""
-    from tauproxy_cli.check import BAD, CANNOT_TEST, GOOD
-
-    choice = {"good": GOOD, "bad": BAD, "skip": CANNOT_TEST}
-    return {"good": GOOD, "bad": BAD, "skip": CANNOT_TEST, "undecided": choice[undecided]}[verdict]
 
 
 def _money(value: float | None) -> str:
@@ -168,9 +162,10 @@ def _llm(model: str, args: dict[str, Any], source: str) -> LLMConfig:
     try:
         config.connection()
     except ValidationError as exc:
-        first = exc.errors()[0]
-        # The value is not shown: it may be a key.
-        raise ConfigError(f"{source}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+        from tauproxy.validation import first_problem
+
+        field, message = first_problem(exc)  # the value is not shown: it may be a key
+        raise ConfigError(f"{source}: {field}: {message}") from None
     return config
 
 

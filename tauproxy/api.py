@@ -43,6 +43,7 @@ from tauproxy.runner.config import RunConfig
 from tauproxy.runner.executor import RunStop
 from tauproxy.runner.prepared import ProgressCallback
 from tauproxy.runner.run import execute
+from tauproxy.validation import first_problem
 
 __all__ = [
     "AgentPrompt",
@@ -127,9 +128,8 @@ def run_config(
     try:
         return RunConfig.model_validate(values)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "config"
-        raise ConfigError(f"run config: {field}: {first['msg']}") from None
+        field, message = first_problem(exc, "config")
+        raise ConfigError(f"run config: {field}: {message}") from None
 
 
 def _llm(model: str | LLMConfig) -> LLMConfig:

@@ -19,7 +19,7 @@ PACKAGE = ROOT / "tauproxy"
 # (only a package's own modules, or lower layers). Top-level modules are layers of their own.
 LAYERS: list[tuple[str, ...]] = [
     ("errors",),
-    ("structured_file", "redact", "__init__"),
+    ("structured_file", "redact", "validation", "__init__"),
     ("data_model",),  # the key, sample identity, wire forms and every boundary type
     ("store", "domain", "results"),  # cassettes, domain packs, run directories
     ("proxy",),  # transports, pricing, the one cache layer, the model client

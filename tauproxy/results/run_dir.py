@@ -28,6 +28,7 @@ from tauproxy.data_model.key import EXCLUDED_PARAMS
 from tauproxy.data_model.result import Results, RunInfo, SimulationRun, TerminationReason
 from tauproxy.data_model.task import Task
 from tauproxy.errors import ConfigError
+from tauproxy.validation import first_problem
 
 RESULTS_FILE = "results.json"
 SIMULATIONS_FILE = "simulations.jsonl"
@@ -223,9 +224,8 @@ def _not_utf8(path: Path, line: int, column: int, byte: int) -> str:
 
 
 def _first_error(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    field = ".".join(str(p) for p in first["loc"])
-    return f"field {field}: {first['msg']}" if field else first["msg"]
+    field, message = first_problem(exc)
+    return f"field {field}: {message}" if field else message
 
 
 def _in_plan_order(runs: list[SimulationRun], info: RunInfo, tasks: list[Task]) -> list[SimulationRun]:

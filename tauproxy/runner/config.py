@@ -27,6 +27,7 @@ from tauproxy.runner.defaults import (
     NUM_TRIALS_LIMIT,
     PLANNED_TRIALS_LIMIT,
 )
+from tauproxy.validation import first_problem
 
 # Where trials run: threads in this process, or Ray tasks (a local instance or a cluster).
 Executor = Literal["thread", "ray"]
@@ -75,9 +76,8 @@ def load_agent_config(path: Path) -> AgentConfig:
     try:
         return AgentConfig.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "config"
-        raise ConfigError(f"{path}: field {field}: {first['msg']}") from None
+        field, message = first_problem(exc, "config")
+        raise ConfigError(f"{path}: field {field}: {message}") from None
 
 
 def parse_llm_args(text: str | None, flag: str) -> dict[str, Any]:

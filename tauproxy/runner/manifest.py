@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from tauproxy.errors import CassetteError
+from tauproxy.validation import first_problem
 
 MANIFEST_FILE = "manifest.json"
 
@@ -45,8 +46,8 @@ def load_manifest(cassette: Path) -> CassetteManifest:
     except FileNotFoundError:
         raise CassetteError(f"{path}: no manifest; only shipped cassettes carry one") from None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise CassetteError(f"{path}: field {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        field, message = first_problem(exc)
+        raise CassetteError(f"{path}: field {field}: {message}") from None
 
 
 def write_manifest(cassette: Path, manifest: CassetteManifest) -> None:

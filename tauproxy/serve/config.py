@@ -26,6 +26,7 @@ from tauproxy.data_model.call import ConnectionSettings
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.structured_file import read_mapping_file
+from tauproxy.validation import first_problem
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -97,9 +98,8 @@ def load_upstream_map(path: Path | None) -> UpstreamMap:
         try:
             routes[str(name)] = UpstreamRoute.model_validate(entry)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "route"
-            raise ConfigError(f"{path}: model {name!r}, field {field}: {first['msg']}") from None
+            field, message = first_problem(exc, "route")
+            raise ConfigError(f"{path}: model {name!r}, field {field}: {message}") from None
     return UpstreamMap(routes)
 
 
