@@ -9,19 +9,34 @@ from __future__ import annotations
 from typing import Any
 
 from tauproxy.data_model.message import Message
-from tauproxy.data_model.result import Results, SimulationRun
+from tauproxy.data_model.result import Results, SimulationRun, TerminationReason
 from tauproxy.data_model.task import Task
+from tauproxy.tau2bench.peer import is_tau2_domain
 
 
 def to_tau2(results: Results) -> dict[str, Any]:
     """Our results in τ²-bench's simulations-file shape, for τ²'s own viewers and scripts.
 
-    The policy and tool definitions are not in our results, so environment_info carries the
-    domain name only (policy "", tool_defs None). Per-message cost and usage stay None: our costs
-    are per call, and the per-role totals are in agent_cost/user_cost.
+    For a run of our own domain the policy and tool definitions are not in our results, so
+    environment_info carries the domain name only (policy "", tool_defs None). For a `tau2/` run
+    they, and the original tasks, come from the installed τ²-bench (tauproxy/tau2bench/export.py),
+    so τ²'s metrics, `tau2 view` and its evaluator read the file as one of their own.
+    Infrastructure errors are left out: τ² has no such termination reason, and excluding them is
+    what both sides' pass^k does. Per-message cost and usage stay None: our costs are per call, and
+    the per-role totals are in agent_cost/user_cost.
     """
     info = results.info
     stamp = results.timestamp or ""
+    environment: dict[str, Any] = {"domain_name": info.domain, "policy": "", "tool_defs": None}
+    tasks = [_tau2_task(task) for task in results.tasks]
+    agent_impl, user_impl = "llm_agent", "user_simulator"
+    if is_tau2_domain(info.domain):
+        from tauproxy.tau2bench.export import tau2_export
+
+        theirs = tau2_export(info.domain, info.solo)
+        environment = theirs.environment_info
+        tasks = [theirs.tasks.get(task.id) or _tau2_task(task) for task in results.tasks]
+        agent_impl, user_impl = theirs.agent_implementation, theirs.user_implementation
     return {
         "timestamp": stamp,
         "info": {
@@ -29,15 +44,16 @@ def to_tau2(results: Results) -> dict[str, Any]:
             "num_trials": info.num_trials,
             "max_steps": info.max_steps,
             "max_errors": info.max_errors,
-            "user_info": {"implementation": "user_simulator", "llm": info.user_info.llm,
+            "user_info": {"implementation": user_impl, "llm": info.user_info.llm,
                           "llm_args": info.user_info.llm_args},
-            "agent_info": {"implementation": "llm_agent", "llm": info.agent_info.llm,
+            "agent_info": {"implementation": agent_impl, "llm": info.agent_info.llm,
                            "llm_args": info.agent_info.llm_args},
-            "environment_info": {"domain_name": info.domain, "policy": "", "tool_defs": None},
+            "environment_info": environment,
             "seed": info.seed,
         },
-        "tasks": [_tau2_task(task) for task in results.tasks],
-        "simulations": [_tau2_simulation(sim, stamp) for sim in results.simulations],
+        "tasks": tasks,
+        "simulations": [_tau2_simulation(sim, stamp) for sim in results.simulations
+                        if sim.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR],
     }
 
 

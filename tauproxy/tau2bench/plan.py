@@ -16,6 +16,8 @@ from tauproxy.tau2bench.peer import engine_name
 
 # τ²'s seeds are drawn from [0, TAU2_SEED_MAX] (tau2/run.py: random.randint(0, 1000000) per trial).
 TAU2_SEED_MAX = 1_000_000
+# The executors a τ²-bench trial runs on (a Ray worker loads the domain from its own installed τ²).
+TAU2_EXECUTORS = ("thread", "ray")
 # Model names that only tauproxy's own engine can answer (they need our task format or a typed request).
 OWN_ENGINE_PREFIXES = ("scripted/", "local/")
 
@@ -46,8 +48,8 @@ def check_tau2_run(
     if tasks_file is not None:
         raise ConfigError("--tasks-file is for tauproxy's packs; a tau2/ domain's tasks come from the package "
                           "(pick a split with tau2/<domain>:<split>, tasks with --task-ids)")
-    if executor != "thread":
-        raise ConfigError("tau2/ domains run on the thread executor only (--executor thread)")
+    if executor not in TAU2_EXECUTORS:
+        raise ConfigError(f"tau2/ domains run on the {' or '.join(TAU2_EXECUTORS)} executor, not {executor!r}")
     roles = [("agent", agent_model)] + ([] if solo else [("user", user_model)])
     for role, model in roles:
         if model.startswith(OWN_ENGINE_PREFIXES):

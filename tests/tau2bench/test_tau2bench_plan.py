@@ -65,7 +65,7 @@ def test_what_a_tau2_run_cannot_do() -> None:
     for change, message in [({"agent_model": "scripted/oracle"}, "tauproxy's own task format"),
                             ({"user_model": "scripted/user"}, "tauproxy's own task format"),
                             ({"custom_prompt": True}, "τ²-bench's own prompt"),
-                            ({"executor": "ray"}, "thread executor"),
+                            ({"executor": "dask"}, "thread or ray executor"),
                             ({"agent_impl": "m:f"}, "τ²-bench's own agent")]:
         with pytest.raises(ConfigError, match=message):
             check_tau2_run(**{**ok, **change})  # type: ignore[arg-type]

@@ -1,0 +1,174 @@
+"""An OpenAI-compatible upstream that plays τ²-bench's tasks from their evaluation criteria (tests only).
+
+tauproxy's `scripted/` models know only our task format, and a `tau2/` run's model calls carry no task
+id (they are keyed as serve keys `tau2 run`'s). This upstream stands in for a model behind an
+`api_base`, so τ²-bench's own agent and user simulator run unchanged, and finds the task the way a
+model could, from the request:
+
+- the user (model `oracle-user`) reads its `<scenario>` from the system prompt and takes the first
+  task of the domain with that scenario (in telecom most scenarios are shared, so a task whose
+  scenario an earlier task has is played as that earlier one: a natural failure). It opens with a
+  marker naming the task, performs a tool call on its device when the agent asks
+  (`PERFORM name {json}`), says it is done after a tool result, and stops when the agent says it is.
+- the agent (model `oracle`, `oracle-e<NN>` for an error rate of NN%, `silent`) reads the marker and
+  takes one golden action per turn: its own as a tool call, the user's as a PERFORM request; then it
+  says every communicate_info string. With an error rate, a trial (seeded by the request's seed)
+  drops its last golden action or the information; `silent` does nothing.
+
+Every answer is a pure function of the request body, so replays are byte-identical. The τ² tasks are
+read from the installed package at test time, never copied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MARKER = re.compile(r"<<task:(.*?)>>")
+PERFORM = re.compile(r"PERFORM (\w+) (\{.*\})", re.DOTALL)
+SCENARIO = re.compile(r"<scenario>\n(.*)\n</scenario>", re.DOTALL)
+DONE = "That is everything. ALL DONE"
+USER_STOP = "Thank you, goodbye. ###STOP###"
+
+
+class Tau2Oracle:
+    """A loopback HTTP server answering `/v1/chat/completions` for one τ²-bench domain's tasks."""
+
+    def __init__(self, domain: str) -> None:
+        from tauproxy.tau2bench.domain import load_catalog
+
+        catalog = load_catalog(domain)
+        self.tasks: dict[str, Any] = catalog.tasks
+        self.by_scenario: dict[str, str] = {}
+        for task_id, task in catalog.tasks.items():
+            self.by_scenario.setdefault(str(task.user_scenario), task_id)
+        self.requests = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> Tau2Oracle:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.requests += 1
+        model = str(body["model"])
+        messages = body["messages"]
+        message = self._user(messages) if model == "oracle-user" else self._agent(model, messages, body.get("seed"))
+        prompt = 10 * len(messages)
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        return {
+            "id": f"chatcmpl-{digest[:24]}", "object": "chat.completion", "created": 1_700_000_000, "model": model,
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7},
+        }
+
+    # -- the user: roles are flipped (the agent's messages arrive as "user", its own as "assistant")
+
+    def _user(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        found = SCENARIO.search(str(messages[0].get("content") or ""))
+        task_id = self.by_scenario.get(found.group(1) if found else "", "unknown")
+        last = messages[-1]
+        if not any(m["role"] == "assistant" for m in messages):
+            return _text(f"Hello, I need some help. <<task:{task_id}>>")
+        if last["role"] == "tool":
+            return _text("I did it on my phone. Done.")
+        said = str(last.get("content") or "")
+        if DONE in said:
+            return _text(USER_STOP)
+        asked = PERFORM.search(said)
+        if asked:
+            return _tool_call(f"user-{len(messages)}", asked.group(1), json.loads(asked.group(2)))
+        return _text("Okay.")
+
+    # -- the agent
+
+    def _agent(self, model: str, messages: list[dict[str, Any]], seed: Any) -> dict[str, Any]:
+        task_id = next((m.group(1) for msg in messages if msg["role"] == "user"
+                        for m in [MARKER.search(str(msg.get("content") or ""))] if m), None)
+        task = self.tasks.get(task_id) if task_id is not None else None
+        criteria = task.evaluation_criteria if task is not None else None
+        actions = list(criteria.actions or []) if criteria is not None and model != "silent" else []
+        info = list(criteria.communicate_info or []) if criteria is not None and model != "silent" else []
+        rate = int(model.removeprefix("oracle-e")) / 100 if model.startswith("oracle-e") else 0.0
+        draw = int(hashlib.sha256(f"{task_id}:{seed}".encode()).hexdigest()[:12], 16)
+        if draw % 1000 < rate * 1000:  # this trial slips: the last golden action (mostly the write), or
+            if actions:                  # the information, is lost
+                del actions[-1]
+            else:
+                info = []
+        step = sum(1 for m in messages if m["role"] == "assistant") - 1  # the first is τ²'s fixed greeting
+        if 0 <= step < len(actions):
+            action = actions[step]
+            if action.requestor == "user":
+                return _text(f"Please do this on your phone: PERFORM {action.name} {json.dumps(action.arguments)}")
+            return _tool_call(f"agent-{len(messages)}", action.name, action.arguments)
+        return _text(" ".join([*info, DONE]))
+
+
+def _text(content: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": content}
+
+
+def _tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+
+
+def _handler(oracle: Tau2Oracle) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            payload = json.dumps(oracle.answer(body)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    return Handler
+
+
+def start_oracle_process(domain: str) -> tuple[subprocess.Popen[str], str]:
+    """The oracle in a child process (τ²-bench is imported there, not into the test process, whose
+    litellm globals it would change). Returns (process, base url); the caller kills the process."""
+    proc = subprocess.Popen([sys.executable, __file__, domain], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("READY "):
+        proc.kill()
+        raise RuntimeError(f"the τ² oracle did not start: {line!r}")
+    return proc, line.split(" ", 1)[1].strip()
+
+
+def main() -> None:
+    import loguru
+
+    loguru.logger.disable("tau2")
+    oracle = Tau2Oracle(sys.argv[1]).start()
+    print(f"READY {oracle.url}", flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
