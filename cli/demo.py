@@ -132,7 +132,7 @@ def next_commands(out: Path, html: Path) -> list[str]:
         (f"tauproxy diff {baseline} {changed} --limit 5", "which trials flipped, and why"),
         (f"tauproxy check {changed} --baseline {baseline}", "good / bad / undecided, as an exit code"),
         (f"tauproxy view {changed}", "read the first failing trajectory"),
-        (f"tauproxy report {changed}", "intervals, cost by role, model and task, the task grid"),
+        (f"tauproxy report {changed} --full", "intervals, cost by role and task, the task grid"),
         ("tauproxy run --domain airline --agent-llm openai/gpt-4.1 --cassette cassettes/mine --save-to runs/mine",
          "your own model (needs its key)"),
     ]
