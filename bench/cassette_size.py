@@ -12,15 +12,20 @@ so that every call tauproxy records is an HTTP call vcrpy can record too: same c
    the engine calls it) inside
    `vcr.VCR(match_on=["method","scheme","host","port","path","query","body"], record_mode="all")
    .use_cassette(path)`; `--client httpx` posts the body straight with httpx instead.
-3. Compares file sizes (and, for information, gzip -6 sizes, as git would store them).
+3. Compares file sizes, and gzip -6 sizes (git stores objects zlib-compressed, so this is what a
+   repository carries).
+4. For reference, the same calls in the previous format (v2: 64-hex references and a stored sample
+   key), made by rewriting our v3 file line by line.
 Sizes are deterministic up to timestamps, so one recording per workload is measured.
-Prints the raw numbers, then one RATIO line: tauproxy bytes / vcrpy bytes over both workloads.
+Prints the raw numbers, then RATIO lines: tauproxy bytes / vcrpy bytes over both workloads, raw and
+under gzip (per workload too).
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -83,6 +88,37 @@ def gz(path: Path) -> int:
     return len(gzip.compress(path.read_bytes(), compresslevel=6))
 
 
+def as_v2(path: Path) -> bytes:
+    """Our v3 cassette in the v2 layout (full references, stored sample key), for comparison."""
+    from tauproxy.data_model.key import canonical_json, sample_key
+    from tauproxy.store.format import node_hash
+
+    full: dict[str, str] = {}  # v3 reference -> v2 (full) hash
+    out = []
+    for raw in path.read_bytes().splitlines():
+        if not raw.strip():
+            continue
+        line = json.loads(raw)
+        kind = line["t"]
+        if kind in ("msg", "blob"):
+            text = canonical_json(line["m"] if kind == "msg" else line["v"])
+            full[line["h"]] = line["h"] = hashlib.sha256(text.encode()).hexdigest()
+        elif kind == "node":
+            line["m"] = full[line["m"]]
+            line["p"] = full[line["p"]] if line["p"] else None
+            full[line["h"]] = line["h"] = node_hash(line["p"], line["m"])
+        else:
+            request, response = line["request"], line["response"]
+            for part, name in ((request, "chain"), (request, "tools"), (response, "message"), (response, "raw")):
+                if part.get(name):
+                    part[name] = full[part[name]]
+            line["sample_key"] = sample_key(line["key"], line["seed"], line["task_id"], line["trial"],
+                                            line["occurrence"])
+            line["v"] = 2
+        out.append(canonical_json(line) + "\n")
+    return "".join(out).encode()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--client", choices=["litellm", "httpx"], default="litellm")
@@ -95,7 +131,7 @@ def main() -> None:
     _, url = start_stub()
     from tauproxy.store.cassette import Cassette
 
-    totals = {"calls": 0, "ours": 0, "vcr": 0, "ours_gz": 0, "vcr_gz": 0}
+    totals = {"calls": 0, "ours": 0, "vcr": 0, "ours_gz": 0, "vcr_gz": 0, "v2": 0, "v2_gz": 0}
     for domain, num_tasks, trials in WORKLOADS:
         name = f"{domain} {'all' if num_tasks is None else num_tasks} tasks x {trials} trials"
         cassette = tmp / f"ours-{domain}"
@@ -109,23 +145,31 @@ def main() -> None:
             raise SystemExit(f"{name}: call counts differ: tauproxy {ours_calls}, vcrpy {vcr_calls}, sent {sent}")
         ours_bytes = (cassette / "calls.jsonl").stat().st_size
         vcr_bytes = vcr_path.stat().st_size
+        v2 = as_v2(cassette / "calls.jsonl")
         row = {"calls": ours_calls, "ours": ours_bytes, "vcr": vcr_bytes, "ours_gz": gz(cassette / "calls.jsonl"),
-               "vcr_gz": gz(vcr_path)}
+               "vcr_gz": gz(vcr_path), "v2": len(v2), "v2_gz": len(gzip.compress(v2, compresslevel=6))}
         for k, v in row.items():
             totals[k] += v
         print(f"{name}: {ours_calls} calls | tauproxy {ours_bytes} B ({ours_bytes / ours_calls:.0f} B/call, "
               f"gzip {row['ours_gz'] / ours_calls:.0f} B/call) | vcrpy {vcr_bytes} B "
               f"({vcr_bytes / vcr_calls:.0f} B/call, gzip {row['vcr_gz'] / vcr_calls:.0f} B/call) | "
-              f"ratio {ours_bytes / vcr_bytes:.4f} (gzip {row['ours_gz'] / row['vcr_gz']:.4f})", flush=True)
+              f"ratio {ours_bytes / vcr_bytes:.4f} (gzip {row['ours_gz'] / row['vcr_gz']:.4f}) | previous format v2: "
+              f"{row['v2']} B, gzip {row['v2_gz'] / ours_calls:.0f} B/call, gzip ratio "
+              f"{row['v2_gz'] / row['vcr_gz']:.4f}", flush=True)
+        print(f"RATIO cassette_size_gzip_{domain}: ours/theirs = {row['ours_gz'] / row['vcr_gz']:.4f} (goal: <= 0.333, "
+              f"gzip -6 bytes; v2 was {row['v2_gz'] / row['vcr_gz']:.4f})", flush=True)
 
     calls = totals["calls"]
     print(f"total: {calls} calls | tauproxy {totals['ours']} B ({totals['ours'] / calls:.0f} B/call) | "
           f"vcrpy {totals['vcr']} B ({totals['vcr'] / calls:.0f} B/call) | "
-          f"gzip ratio {totals['ours_gz'] / totals['vcr_gz']:.4f}")
+          f"gzip ratio {totals['ours_gz'] / totals['vcr_gz']:.4f} (v2: {totals['v2_gz'] / totals['vcr_gz']:.4f})")
     print(json.dumps({"client": args.client, **totals}))
     ratio = totals["ours"] / totals["vcr"]
     print(f"RATIO cassette_size: ours/theirs = {ratio:.4f} (goal: <= 0.2, tauproxy calls.jsonl bytes / "
           f"vcrpy YAML bytes for the same {calls} calls; 1/{1 / ratio:.1f})")
+    gz_ratio = totals["ours_gz"] / totals["vcr_gz"]
+    print(f"RATIO cassette_size_gzip: ours/theirs = {gz_ratio:.4f} (goal: <= 0.333, gzip -6 bytes over both "
+          f"workloads; v2 layout {totals['v2_gz'] / totals['vcr_gz']:.4f})")
 
 
 if __name__ == "__main__":

@@ -11,11 +11,20 @@
    against the first live cassette, --replays times, each into a fresh --save-to.
 Every run is the real CLI in a child process; wall time around it, CPU time and peak RSS from the
 child's own rusage (os.wait4). Prints the raw numbers, then one RATIO line: replay wall / live wall.
+
+    .venv/bin/python bench/replay_speed.py --memory   (about 4 min)
+
+Memory of long replays instead: records airline (all 60 tasks, scripted/oracle agent, scripted/user)
+at 4, 16 and 64 trials (240, 960, 3840 trials) and replays each strictly, printing peak RSS and the
+size of the results.json the run must hold and write; then one RATIO line: how much peak RSS grew per
+trial beyond the results, from 960 to 3840 trials, relative to the 240-trial peak.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+from pathlib import Path
 
 from _common import (
     call_sources,
@@ -43,8 +52,41 @@ def run_cmd(url: str, cassette, save_to, mode: str, trials: int, num_tasks: int 
     return cmd
 
 
+def scripted_cmd(cassette, save_to, mode: str, trials: int) -> list[str]:
+    return [*tauproxy_bin(), "run", "--domain", "airline", "--agent-llm", "scripted/oracle",
+            "--user-llm", "scripted/user", "--num-trials", str(trials), "--cassette", str(cassette),
+            "--record-mode", mode, "--save-to", str(save_to)]
+
+
+def memory(keep: bool, directory: Path | None) -> None:
+    print_machine("replay_speed --memory")
+    tmp = directory or workdir("replay-memory", keep)
+    rows = []
+    for trials in (4, 16, 64):
+        cassette = tmp / f"cassette{trials}"
+        # Recording resumes (or does nothing) when --dir holds an earlier recording.
+        run_timed(scripted_cmd(cassette, tmp / f"rec{trials}", "record", trials)).check("record")
+        shutil.rmtree(tmp / f"replay{trials}", ignore_errors=True)
+        timed = run_timed(scripted_cmd(cassette, tmp / f"replay{trials}", "replay", trials)).check("replay")
+        results = (tmp / f"replay{trials}" / "results.json").stat().st_size / 1e6
+        size = (cassette / "calls.jsonl").stat().st_size / 1e6
+        rows.append((60 * trials, timed.maxrss_mb, results))
+        print(f"{60 * trials:5d} trials: replay wall {timed.wall_s:6.2f} s  cpu {timed.cpu_s:6.2f} s  peak RSS "
+              f"{timed.maxrss_mb:6.1f} MB  results.json {results:6.1f} MB  cassette {size:6.1f} MB  load {loadavg()}",
+              flush=True)
+    (n1, rss1, _), (n2, rss2, res2), (n3, rss3, res3) = rows
+    per_trial = ((rss3 - rss2) - (res3 - res2)) / (n3 - n2)
+    print(f"peak RSS growth 960 -> 3840 trials: {(rss3 - rss2) / (n3 - n2) * 1000:.1f} kB/trial, of which results.json "
+          f"{(res3 - res2) / (n3 - n2) * 1000:.1f} kB/trial")
+    print(f"RATIO replay_memory_growth: ours/theirs = {per_trial * (n3 - n1) / rss1:.3f} (goal: small; peak RSS "
+          f"growth beyond results.json from 240 to 3840 trials at the 960->3840 rate / the 240-trial peak "
+          f"{rss1:.0f} MB)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--memory", action="store_true", help="peak memory of long replays instead")
+    parser.add_argument("--dir", type=Path, help="with --memory: work (and keep recordings) here")
     parser.add_argument("--num-tasks", type=int, default=None, help="first N airline tasks (default: all 60)")
     parser.add_argument("--trials", type=int, default=4)
     parser.add_argument("--lives", type=int, default=3, help="live (recording) repetitions")
@@ -52,6 +94,9 @@ def main() -> None:
     parser.add_argument("--max-concurrency", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
     args = parser.parse_args()
+    if args.memory:
+        memory(args.keep, args.dir)
+        return
 
     print_machine("replay_speed")
     tmp = workdir("replay", args.keep)

@@ -89,7 +89,7 @@ def ls(
 ) -> None:
     """One line per recorded call: index, task/trial, role, call index, model, key, cost."""
     with _errors():
-        rows = [_row(i, entry) for i, entry in enumerate(_open(directory).entries())]
+        rows = [_row(i, entry) for i, entry in enumerate(_open(directory).iter_entries())]
     if as_json:
         _print_json(rows)
         return
@@ -109,7 +109,7 @@ def _find(cassette: "Cassette", ref: str) -> "CassetteEntry":
     exact = cassette.lookup(ref)
     if exact is not None:
         return exact
-    matches = [e for e in cassette.entries() if e.sample_key.startswith(ref) or e.key.startswith(ref)]
+    matches = [e for e in cassette.iter_entries() if e.sample_key.startswith(ref) or e.key.startswith(ref)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
@@ -307,7 +307,10 @@ def compact(
     drop_bad: DropBadOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Rewrite without duplicates, superseded calls or unused messages (atomic, under the lock)."""
+    """Rewrite without duplicates, superseded calls or unused messages, in the current format (atomic).
+
+    Old cassettes (64-hex references) stay readable as they are; compact upgrades them to short
+    references, which keeps every lookup identical and makes the file smaller in git."""
     from tauproxy.store.maintenance import compact as compact_cassette
 
     with _errors():

@@ -139,8 +139,10 @@ class CassetteTransport:
         )
 
     def close(self) -> None:
+        """Close the live transport and release the cassette's file and index connection."""
         if self._live is not None:
             self._live.close()
+        self.cassette.close()
 
 
 def over_cassette(path: Path, mode: RecordMode, live: Transport, pricing: Pricing) -> CassetteTransport:

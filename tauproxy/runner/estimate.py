@@ -110,11 +110,14 @@ def replayable_prefixes(run: PreparedRun, cassette: Path | None) -> dict[str, li
 
     replay = CassetteTransport(Cassette.open(cassette, create=False), RecordMode.REPLAY, None, run.pricing)
     prefixes = {}
-    for spec in run.specs:
-        probe = _Probe(replay)
-        with contextlib.suppress(ReplayMissError):  # the first miss ends the exact part of the trial
-            run_trial(spec, run.pack, run.config, probe, run.pricing)
-        prefixes[spec.run_id] = probe.hits
+    try:
+        for spec in run.specs:
+            probe = _Probe(replay)
+            with contextlib.suppress(ReplayMissError):  # the first miss ends the exact part of the trial
+                run_trial(spec, run.pack, run.config, probe, run.pricing)
+            prefixes[spec.run_id] = probe.hits
+    finally:
+        replay.close()
     return prefixes
 
 

@@ -1,4 +1,10 @@
-"""A cassette: one directory, one append-only `calls.jsonl`, read once into memory.
+"""A cassette: one directory, one append-only `calls.jsonl`, looked up through an on-disk index.
+
+Reading: `calls.jsonl` is the only source of truth; `index.py` keeps a derived SQLite index of where
+each line is (beside it in `.tauproxy-index/`, ignored by git), caught up on every open and append
+and rebuilt when it does not describe the file. A lookup reads just the lines it needs, so replay
+time and memory depend on the calls a run uses, not on the cassette's size; what is read is kept in
+small bounded caches.
 
 Durability and locking policy:
 
@@ -10,33 +16,38 @@ Durability and locking policy:
   `threading.RLock` (threads sharing one Cassette). Readers take the file lock too, so they never
   mistake a write in progress for a cut-off line; where the lock file cannot be created (a read-only
   checkout) they read without it.
-- Dedup of messages, blobs and nodes is against what this object knows is on disk: what it loaded
-  plus what it wrote. Other processes may have written the same line since; writing it again is
-  harmless (readers tolerate identical duplicates) and cheaper than re-reading the file under the
-  lock. If the file was replaced (compact, merge, prune, a git checkout: a different inode, or a
-  shorter file), what we loaded no longer describes the disk, so `record` re-reads it under the lock
-  before writing; a call line is never written whose messages and chain nodes are not on disk.
+- Dedup of messages, blobs and nodes is against what is on disk: under the lock, `record` first
+  brings the index up to the file's current size (indexing what other writers appended), or
+  rebuilds it if the file was replaced (compact, merge, prune, a git checkout: a different inode, or
+  a shorter file), then writes only what the index does not hold; a call line is never written whose
+  messages and chain nodes are not on disk. After the append the index catches up again.
 
-Reading policy: chains are checked once at load (every node's parent and message resolve, no cycles)
+Reading policy: chains are checked when indexed (every node's parent and message resolve, no cycles)
 and walked only when a request is rebuilt (`request_of`, `message_hashes`), never by `lookup`.
-Messages and blobs are kept as their canonical JSON text, so `message`, `blob`, `request_of` and
+Messages and blobs are read as their canonical JSON text, so `message`, `blob`, `request_of` and
 `response_of` return fresh objects parsed from it: a caller may mutate them without touching the
 store, and no `copy.deepcopy` is needed on the replay path. Entries returned by `lookup`, `entries`
-and friends are the indexed objects themselves: read them, do not mutate them.
+and friends may be shared with the cache: read them, do not mutate them.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import copy
 import json
 import os
+import shutil
+import sqlite3
+import tempfile
 import threading
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from filelock import FileLock, Timeout
 
@@ -60,21 +71,24 @@ from tauproxy.store.entry import CassetteEntry, StoredRequest, StoredResponse
 from tauproxy.store.format import (
     CALLS_FILE,
     LOCK_FILE,
-    BlobLine,
     CassetteProblem,
-    MsgLine,
-    NodeLine,
-    ScanResult,
-    chain_nodes,
     encode_blob_text,
     encode_call,
     encode_msg_text,
     encode_node,
-    scan_bytes,
-    scan_file,
+    node_hash,
+    short_ref,
 )
+from tauproxy.store.index import BLOB, MSG, NODE, CassetteIndex, FileState, Located, StaleIndex, index_dir_for
+
+_T = TypeVar("_T")
 
 Node = tuple[str, str | None, str]  # (hash, parent, message hash)
+
+# A replay looks each sample up about once, so few entries are kept; message and blob texts (system
+# prompts, tools lists) come back call after call. Both bounded, so a long replay's memory stays flat.
+ENTRY_CACHE = 256  # entries
+TEXT_CACHE_CHARS = 4 << 20  # characters of message and blob text
 
 LOCK_TIMEOUT_S = 120.0
 LOCK_POLL_S = 0.002
@@ -149,48 +163,62 @@ def _now_iso() -> str:
 
 
 class Cassette:
-    """The calls of one cassette directory, indexed in memory. Use `Cassette.open`."""
+    """The calls of one cassette directory, looked up through its on-disk index. Use `Cassette.open`."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, source: Path | None = None, index_dir: Path | None = None) -> None:
         self.directory = directory
         self.file = directory / CALLS_FILE
         self.problems: list[CassetteProblem] = []
         self._lock = threading.RLock()
-        self._messages: dict[str, str] = {}  # hash -> canonical JSON text
-        self._blobs: dict[str, str] = {}  # hash -> canonical JSON text
-        self._nodes: dict[str, tuple[str | None, str]] = {}  # hash -> (parent, message hash)
-        self._depth: dict[str, int] = {}  # node hash -> messages in its chain, for nodes that resolve
-        self._by_sample: dict[str, CassetteEntry] = {}
-        self._by_key: dict[str, list[CassetteEntry]] = {}
-        self._history: list[tuple[int | None, CassetteEntry]] = []
-        self._identity: tuple[int, int] | None = None
-        self._size = 0
+        self._source = source or self.file  # what is read: the file, or a snapshot's private copy
+        self._index_dir = index_dir
+        self._idx: CassetteIndex | None = None
+        self._fd: int | None = None
+        self._samples = 0
+        # Bounded caches of what was read (memory stays flat): the replay path reads the same system
+        # prompt, tools and recent entries again and again. Cleared whenever the index moves.
+        self._entry_cache: OrderedDict[str, CassetteEntry | None] = OrderedDict()
+        self._text_cache: OrderedDict[tuple[int, str], str] = OrderedDict()
+        self._text_bytes = 0
         self._snapshot = False  # built from bytes (a Ray worker's copy): never reloads, never writes
 
     @classmethod
-    def open(cls, path: Path, create: bool = True) -> Cassette:
-        """Read a cassette directory (or its calls.jsonl) once; `create` makes an empty one if absent."""
+    def open(cls, path: Path, create: bool = True, fresh_index: bool = False) -> Cassette:
+        """Open a cassette directory (or its calls.jsonl); `create` makes an empty one if absent.
+
+        `fresh_index` builds a private index from the file instead of trusting the cached one
+        (`cassette verify`: what is on disk, nothing remembered).
+        """
         path = Path(path).absolute()  # a later chdir must not move the cassette under us
         directory = path.parent if path.name == CALLS_FILE else path
         if not (directory / CALLS_FILE).exists():
             if not create:
                 raise CassetteError(f"no cassette at {directory} (no {CALLS_FILE})")
             cls._create(directory)
-        cassette = cls(directory)
+        private = Path(tempfile.mkdtemp(prefix="tauproxy-index-")) if fresh_index else None
+        if private is not None:
+            atexit.register(shutil.rmtree, private, True)
+        cassette = cls(directory, index_dir=private)
         cassette.reload()
         return cassette
 
     @classmethod
     def snapshot(cls, directory: Path, data: bytes) -> Cassette:
-        """A read-only cassette from the bytes of a `calls.jsonl` (see `read_bytes`), indexed in memory.
+        """A read-only cassette from the bytes of a `calls.jsonl` (see `read_bytes`).
 
         Ray workers replay from this copy, shipped by the driver through the object store, so no node
-        needs the cassette on a shared mount. `directory` only names the origin in messages; `record`
-        and `reload` refuse, so a worker cannot write the cassette even by mistake.
+        needs the cassette on a shared mount. The bytes go to a private temp file with its own index.
+        `directory` only names the origin in messages; `record` and `reload` refuse, so a worker
+        cannot write the cassette even by mistake.
         """
-        cassette = cls(Path(directory).absolute())
+        private = Path(tempfile.mkdtemp(prefix="tauproxy-snapshot-"))
+        atexit.register(shutil.rmtree, private, True)
+        copy_file = private / CALLS_FILE
+        copy_file.write_bytes(data)
+        cassette = cls(Path(directory).absolute(), source=copy_file, index_dir=private)
+        with cassette._lock:
+            cassette._load_locked()
         cassette._snapshot = True
-        cassette._index(scan_bytes(cassette.file, data))
         return cassette
 
     def read_bytes(self) -> bytes:
@@ -214,130 +242,228 @@ class Cassette:
             raise CassetteError(f"cannot create cassette {directory}: {exc.strerror or exc}") from None
 
     def reload(self) -> None:
-        """Forget what is in memory and read the file again."""
+        """Look at the file again: index what was appended, or rebuild the index if it was replaced."""
         self._refuse_if_snapshot("reload")
-        with self._lock, locked(self.directory, read_only_ok=True):
-            self._load_locked()
+        with self._lock:
+            with locked(self.directory, read_only_ok=True):
+                state = self._stat()  # complete bytes: writers append whole lines under this lock
+            self._load_locked(state)
 
-    def _load_locked(self) -> None:
-        # Identity first: if the file is replaced before the read, the next record re-reads (harmless).
+    def _stat(self) -> FileState | None:
         try:
-            stat = os.stat(self.file)
-            self._identity = (stat.st_dev, stat.st_ino)
+            stat = os.stat(self._source)
         except FileNotFoundError:
-            self._identity = None
-        self._index(scan_file(self.file))
+            return None
+        except OSError as exc:
+            raise CassetteError(f"cannot read {self._source}: {exc.strerror or exc}") from None
+        return FileState(stat.st_dev, stat.st_ino, stat.st_size)
 
-    def _index(self, scan: ScanResult) -> None:
-        messages: dict[str, str] = {}
-        blobs: dict[str, str] = {}
-        nodes: dict[str, tuple[str | None, str]] = {}
-        node_lines: dict[str, int] = {}
-        calls: list[tuple[int, CassetteEntry]] = []
-        for number, line in scan.lines:
-            if isinstance(line, MsgLine):
-                messages[line.hash] = line.text
-            elif isinstance(line, NodeLine):
-                nodes[line.hash] = (line.parent, line.message)
-                node_lines.setdefault(line.hash, number)
-            elif isinstance(line, BlobLine):
-                blobs[line.hash] = line.text
-            else:
-                calls.append((number, line))
-        problems = list(scan.problems)
-        self._messages, self._blobs, self._nodes, self._size = messages, blobs, nodes, scan.size
-        self._depth, broken, causes = _resolve_chains(nodes, messages)
-        # Each break is reported once, where it is; the nodes after it are not, the calls using it are.
-        problems += [CassetteProblem(self.file, node_lines[node], reason) for node, reason in causes.items()]
-        self._by_sample, self._by_key, self._history = {}, {}, []
-        for number, entry in calls:
-            missing = self._missing_refs(entry, broken, causes)
-            if missing:
-                problems.append(CassetteProblem(self.file, number, missing))
-            else:
-                self._add(number, entry)
-        self.problems = sorted(problems, key=lambda problem: problem.line)
+    def _load_locked(self, state: FileState | None = None) -> None:
+        state = state or self._stat()
+        if state is None:
+            self._close_index()
+            self.problems, self._samples = [], 0
+            return
+        idx = self._idx
+        if idx is not None and (idx.state.dev, idx.state.ino) == (state.dev, state.ino):
+            try:
+                idx.sync(state.size)
+            except (StaleIndex, sqlite3.DatabaseError):
+                self._close_index()
+        elif idx is not None:
+            self._close_index()
+        if self._idx is None:
+            self._open_index(state)
+        self._refresh_view(state.size)
 
-    def _missing_refs(
-        self, entry: CassetteEntry, broken: dict[str, str], causes: dict[str, str]
-    ) -> str | None:
-        call = f"call {entry.sample_key[:12]}"
-        chain = entry.request.chain
-        if chain is not None and chain not in self._depth:
-            if chain not in self._nodes:
-                return f"{call} refers to message chain node {chain[:12]}, which is not stored"
-            return f"{call} refers to message chain node {chain[:12]}, which does not resolve ({causes[broken[chain]]})"
-        for digest in [*(entry.request.messages or []), entry.response.message]:
-            if digest not in self._messages:
-                return f"{call} refers to message {digest[:12]}, which is not stored"
-        tools = entry.request.tools
-        if tools is not None and tools not in self._blobs:
-            return f"{call} refers to tools blob {tools[:12]}, which is not stored"
-        raw = entry.response.raw
-        if raw is not None and raw not in self._blobs:
-            return f"{call} refers to response blob {raw[:12]}, which is not stored"
-        return None
+    def _open_index(self, state: FileState, rebuild: bool = False) -> None:
+        try:
+            fd = os.open(self._source, os.O_RDONLY)
+        except OSError as exc:
+            raise CassetteError(f"cannot read {self._source}: {exc.strerror or exc}") from None
+        stat = os.fstat(fd)
+        if (stat.st_dev, stat.st_ino) != (state.dev, state.ino):  # replaced since the stat: read what is there
+            state = FileState(stat.st_dev, stat.st_ino, stat.st_size)
+        directory = self._index_dir or index_dir_for(self._source)
+        try:
+            opener = CassetteIndex.rebuild if rebuild else CassetteIndex.open
+            try:
+                self._idx = opener(self._source, fd, state, directory)
+            except (sqlite3.Error, OSError):
+                # No index can be written there (a full disk): keep one in memory instead, so that the
+                # cassette itself decides what works (an append then fails, and says why).
+                self._idx = CassetteIndex.in_memory(self._source, fd, state)
+        except (sqlite3.Error, OSError) as exc:
+            os.close(fd)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise CassetteError(f"cannot index {self.file}: {reason}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
 
-    def _add(self, number: int | None, entry: CassetteEntry) -> None:
-        # Last line wins: re-inserting moves the sample to the end, so entries() stays in file order.
-        previous = self._by_sample.pop(entry.sample_key, None)
-        if previous is not None:
-            self._by_key[previous.key].remove(previous)
-        self._by_sample[entry.sample_key] = entry
-        self._by_key.setdefault(entry.key, []).append(entry)
-        self._history.append((number, entry))
+    def close(self) -> None:
+        """Release the index connection and the file descriptor (also done when garbage-collected)."""
+        with self._lock:
+            self._close_index()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter shutdown there may be nothing to release
+            self._close_index()
+
+    def _close_index(self) -> None:
+        if self._idx is not None:
+            self._idx.close()
+            self._idx = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _refresh_view(self, size: int) -> None:
+        self._entry_cache.clear()
+        self._text_cache.clear()
+        self._text_bytes = 0
+        idx = self._index()
+        problems = idx.problems()
+        covered = idx.covered()
+        if size > covered:  # a last line with no newline: cut off, or being written by another process
+            problems.append(CassetteProblem(
+                self.file, _line_count_before(idx, covered) + 1,
+                "truncated last line (a write was cut off): no newline at the end of the file"))
+        self.problems = problems
+        self._samples = idx.samples()
+
+    def _index(self) -> CassetteIndex:
+        if self._idx is None:
+            raise CassetteError(f"{self.file}: the cassette has no file (it was removed)")
+        return self._idx
+
+    def _read(self, action: Callable[[CassetteIndex], _T]) -> _T:
+        """Run a read on the index; a stale index (the file changed under it) is rebuilt once."""
+        with self._lock:
+            try:
+                return action(self._index())
+            except (StaleIndex, sqlite3.DatabaseError):
+                state = self._stat()
+                self._close_index()
+                if state is not None:
+                    self._open_index(state, rebuild=True)  # it lied once: build it again from the file
+                    self._refresh_view(state.size)
+                try:
+                    return action(self._index())
+                except StaleIndex as exc:
+                    raise CassetteError(f"{self.file}: the file changes while it is read ({exc})") from None
 
     # -- reading -------------------------------------------------------------------------------
 
     def lookup(self, sample_key: str) -> CassetteEntry | None:
-        return self._by_sample.get(sample_key)
+        with self._lock:
+            if sample_key in self._entry_cache:
+                self._entry_cache.move_to_end(sample_key)
+                return self._entry_cache[sample_key]
+            entry = self._read(lambda idx: idx.lookup(sample_key))
+            self._entry_cache[sample_key] = entry
+            if len(self._entry_cache) > ENTRY_CACHE:
+                self._entry_cache.popitem(last=False)
+            return entry
+
+    def _text(self, kind: int, ref: str) -> str:
+        with self._lock:
+            cached = self._text_cache.get((kind, ref))
+            if cached is not None:
+                self._text_cache.move_to_end((kind, ref))
+                return cached
+            text = self._read(lambda idx: idx.text_of(kind, ref))
+            self._text_cache[(kind, ref)] = text
+            self._text_bytes += len(text)
+            while self._text_bytes > TEXT_CACHE_CHARS and len(self._text_cache) > 1:
+                self._text_bytes -= len(self._text_cache.popitem(last=False)[1])
+            return text
 
     def by_key(self, key: str) -> list[CassetteEntry]:
         """The samples of one request key, in file order."""
-        return list(self._by_key.get(key, []))
+        return self._read(lambda idx: idx.by_key(key))
 
     def entries(self) -> list[CassetteEntry]:
         """The winning entry of every sample key, in file order (of the winning line)."""
-        return list(self._by_sample.values())
+        return self._read(lambda idx: list(idx.entries()))
+
+    def iter_entries(self, only: set[str] | None = None) -> Iterator[CassetteEntry]:
+        """entries() (or those whose sample key is in `only`), read one at a time: for cassettes too
+        large to hold in memory. Not under the object's lock: do not record while iterating."""
+        with self._lock:
+            idx = self._idx
+        if idx is not None:
+            yield from idx.entries(only)
+
+    def sample_keys(self) -> Iterator[str]:
+        """The sample key of every entry, in file order, read from the index alone."""
+        with self._lock:
+            idx = self._idx
+        if idx is not None:
+            yield from idx.sample_keys()
 
     def history(self) -> list[tuple[int | None, CassetteEntry]]:
-        """Every usable call line, superseded ones too, with its line number (None: written since load)."""
-        return list(self._history)
+        """Every usable call line, superseded ones too, with its line number."""
+        return list(self.iter_history())
+
+    def iter_history(self) -> Iterator[tuple[int | None, CassetteEntry]]:
+        with self._lock:
+            idx = self._idx
+        if idx is not None:
+            yield from idx.history()
+
+    def recorded_more_than_once(self) -> Iterator[tuple[str, list[tuple[int, CassetteEntry]]]]:
+        """(sample key, its usable call lines with their numbers) for every sample recorded twice or more."""
+        with self._lock:
+            idx = self._idx
+        if idx is not None:
+            yield from idx.recorded_more_than_once()
 
     def messages_stored(self) -> int:
-        return len(self._messages)
+        return self._read(lambda idx: idx.content_count(MSG))
 
     def nodes_stored(self) -> int:
-        return len(self._nodes)
+        return self._read(lambda idx: idx.content_count(NODE))
 
     def has_message(self, digest: str) -> bool:
-        return digest in self._messages
+        return self._read(lambda idx: isinstance(idx.find(MSG, digest), Located))
 
     def has_blob(self, digest: str) -> bool:
-        return digest in self._blobs
+        return self._read(lambda idx: isinstance(idx.find(BLOB, digest), Located))
 
     def has_node(self, digest: str) -> bool:
         """Whether the node is stored and its whole chain resolves."""
-        return digest in self._depth
+        return self._read(lambda idx: idx.depth(digest) is not None)
 
     def __len__(self) -> int:
-        return len(self._by_sample)
+        return self._samples
 
     def __bool__(self) -> bool:
         # With __len__ alone an empty cassette would be falsy, and `if cassette:` would skip it.
         return True
 
     def is_empty(self) -> bool:
-        return not self._by_sample
+        return self._samples == 0
+
+    def index_bytes(self) -> int:
+        """Size of the index file in use (0 when held in memory)."""
+        with self._lock:
+            return self._idx.size_bytes() if self._idx is not None else 0
+
+    def index_path(self) -> Path | None:
+        """The index file in use (a derived cache; see index.py)."""
+        return self._idx.db_path if self._idx is not None else None
 
     def node(self, digest: str) -> tuple[str | None, str]:
-        """(parent node, message hash) of a chain node whose chain resolves."""
-        if digest not in self._depth:
+        """(parent node, message reference) of a chain node whose chain resolves."""
+        found = self._read(lambda idx: idx.node(digest))
+        if found is None:
             raise CassetteError(f"{self.file}: message chain node {digest[:12]} is not stored or does not resolve")
-        return self._nodes[digest]
+        return found[1], found[2]
 
     def chain(self, digest: str | None) -> list[Node]:
-        """The nodes (hash, parent, message) of a chain ending in `digest`, first message first."""
+        """The nodes (reference, parent, message) of a chain ending in `digest`, first message first."""
         nodes: list[Node] = []
         while digest is not None:
             parent, message = self.node(digest)  # resolvable nodes have acyclic, resolvable parents
@@ -347,7 +473,7 @@ class Cassette:
         return nodes
 
     def message_hashes(self, entry: CassetteEntry) -> list[str]:
-        """The hashes of an entry's request messages, in order, whichever form the entry uses."""
+        """The references of an entry's request messages, in order, whichever form the entry uses."""
         if entry.request.messages is not None:
             return list(entry.request.messages)
         return [message for _, _, message in self.chain(entry.request.chain)]
@@ -359,7 +485,8 @@ class Cassette:
         chain = entry.request.chain
         if chain is None:
             return 0
-        return self._depth[chain] if chain in self._depth else len(self.chain(chain))  # the latter raises
+        depth = self._read(lambda idx: idx.depth(chain))
+        return depth if depth is not None else len(self.chain(chain))  # the latter raises
 
     def request_of(self, entry: CassetteEntry) -> dict[str, Any]:
         """The canonical wire request of an entry: {model, messages, tools, tool_choice, **params}."""
@@ -403,20 +530,14 @@ class Cassette:
 
     def message_text(self, digest: str) -> str:
         """A stored message as its canonical JSON text."""
-        try:
-            return self._messages[digest]
-        except KeyError:
-            raise CassetteError(f"{self.file}: message {digest[:12]} is not stored") from None
+        return self._text(MSG, digest)
 
     def blob(self, digest: str) -> Any:
         """A fresh copy of a stored blob."""
         return json.loads(self.blob_text(digest))
 
     def blob_text(self, digest: str) -> str:
-        try:
-            return self._blobs[digest]
-        except KeyError:
-            raise CassetteError(f"{self.file}: blob {digest[:12]} is not stored") from None
+        return self._text(BLOB, digest)
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -446,29 +567,27 @@ class Cassette:
             recorded_at=_now_iso(),
         )
         with self._lock, locked(self.directory):
-            self._append_locked(entry, parts)
-        return entry
+            return self._append_locked(entry, parts)
 
     def _refuse_if_snapshot(self, action: str) -> None:
         if self._snapshot:
             raise CassetteError(f"cannot {action} {self.file}: this is a read-only in-memory snapshot of it")
 
-    def _append_locked(self, entry: CassetteEntry, parts: _Parts) -> None:
+    def _append_locked(self, entry: CassetteEntry, parts: _Parts) -> CassetteEntry:
         try:
             fd = os.open(self.file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise CassetteError(f"cannot open {self.file} for writing: {exc.strerror or exc}") from None
         try:
             stat = os.fstat(fd)
-            if (stat.st_dev, stat.st_ino) != self._identity or stat.st_size < self._size:
-                self._load_locked()  # the file was replaced: what we knew is on disk may not be
-            new_nodes = self._unknown_suffix(parts.nodes)
-            wanted = [message for _, _, message in new_nodes] + [entry.response.message]
-            new_messages = {h: parts.messages[h] for h in wanted if h not in self._messages}
-            new_blobs = {h: v for h, v in parts.blobs.items() if h not in self._blobs}
-            lines = [encode_msg_text(h, text) for h, text in new_messages.items()]
-            lines += [encode_blob_text(h, text) for h, text in new_blobs.items()]
-            lines += [encode_node(*node) for node in new_nodes]
+            # Everything before st_size is complete (we hold the lock): index it, or rebuild the index if
+            # the file was replaced (compact, merge, prune, a git checkout), so that what we skip as
+            # already stored really is on disk.
+            self._load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
+            idx = self._index()
+            refs = _Refs(idx)
+            entry = refs.resolve(entry, parts)
+            lines = refs.lines(parts)
             payload = "".join([*lines, encode_call(entry)]).encode("utf-8")
             if stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
                 payload = b"\n" + payload  # a crash cut the last line: never glue onto it
@@ -478,70 +597,87 @@ class Cassette:
             raise CassetteError(f"cannot append to {self.file}: {exc.strerror or exc}") from None
         finally:
             os.close(fd)
-        self._size = stat.st_size + len(payload)
-        self._messages.update(new_messages)
-        self._blobs.update(new_blobs)
-        for digest, parent, message in new_nodes:
-            self._nodes[digest] = (parent, message)
-            self._depth[digest] = (self._depth[parent] if parent is not None else 0) + 1
-        self._add(None, entry)
-
-    def _unknown_suffix(self, nodes: list[Node]) -> list[Node]:
-        """The nodes of a chain after its last one known to resolve here (whose ancestors all do)."""
-        start = len(nodes)
-        while start and nodes[start - 1][0] not in self._depth:
-            start -= 1
-        return nodes[start:]
+        size = stat.st_size + len(payload)
+        try:
+            idx.sync(size)
+        except (StaleIndex, sqlite3.DatabaseError):
+            self._close_index()
+        if self._idx is None:
+            self._open_index(FileState(stat.st_dev, stat.st_ino, size))
+        self._refresh_view(size)
+        return entry
 
 
-def _resolve_chains(
-    nodes: dict[str, tuple[str | None, str]], messages: dict[str, str]
-) -> tuple[dict[str, int], dict[str, str], dict[str, str]]:
-    """Which nodes resolve, and why the others do not.
+class _Refs:
+    """The references a new call is written with, and the content lines it still needs.
 
-    A node resolves when its message is stored and its parent is null or resolves. Returns the depth
-    (messages in its chain) of every node that resolves; for every other node, the node where its
-    chain breaks; and for each such break, the reason. Each node is visited once, iteratively (chains
-    can be thousands of nodes long); a cycle, impossible with honest hashes, is caught, not looped on.
+    Each message, blob and node is referred to by its short reference unless the cassette already
+    holds a different content under that reference (a clash, see format.py): then by its full hash.
     """
-    depth: dict[str, int] = {}
-    broken: dict[str, str] = {}  # node -> the node where its chain breaks
-    causes: dict[str, str] = {}  # breaking node -> why
-    for start in nodes:
-        path: list[str] = []  # nodes visited from `start` toward the root, not yet settled
-        on_path: set[str] = set()
-        digest: str | None = start
-        base, cause = 0, None
-        while digest is not None:
-            if digest in depth:
-                base = depth[digest]
-                break
-            if digest in broken:
-                cause = broken[digest]
-                break
-            parent, message = nodes[digest]
-            if digest in on_path:
-                cause = digest
-                causes[digest] = f"node {digest[:12]} is part of a cycle"
-                break
-            path.append(digest)
-            on_path.add(digest)
-            if message not in messages:
-                cause = digest
-                causes[digest] = f"node {digest[:12]} refers to message {message[:12]}, which is not stored"
-                break
-            if parent is not None and parent not in nodes:
-                cause = digest
-                causes[digest] = f"node {digest[:12]} refers to parent node {parent[:12]}, which is not stored"
-                break
-            digest = parent
-        if cause is None:
-            for node in reversed(path):
-                base += 1
-                depth[node] = base
-        else:
-            broken.update(dict.fromkeys(path, cause))
-    return depth, broken, causes
+
+    def __init__(self, idx: CassetteIndex) -> None:
+        self._idx = idx
+        self.messages: list[tuple[str, str]] = []  # (reference, text) to write
+        self.blobs: list[tuple[str, str]] = []
+        self.nodes: list[Node] = []
+
+    def _ref(self, kind: int, digest: str) -> tuple[str, bool]:
+        """(reference to use, whether the content is already stored under it)."""
+        found = self._idx.find(kind, short_ref(digest))
+        if found is None:
+            return short_ref(digest), False
+        if isinstance(found, Located) and found.full == digest:
+            return short_ref(digest), True
+        full = self._idx.find(kind, digest)
+        return digest, isinstance(full, Located)
+
+    def resolve(self, entry: CassetteEntry, parts: _Parts) -> CassetteEntry:
+        message_refs = []
+        queued: set[str] = set()
+        for digest in [*parts.message_order, parts.response.message]:
+            ref, stored = self._ref(MSG, digest)
+            if not stored and ref not in queued:
+                queued.add(ref)
+                self.messages.append((ref, parts.messages[digest]))
+            message_refs.append(ref)
+        reply_ref = message_refs.pop()
+        blob_refs: dict[str, str] = {}
+        for digest, text in parts.blobs.items():
+            ref, stored = self._ref(BLOB, digest)
+            if not stored:
+                self.blobs.append((ref, text))
+            blob_refs[digest] = ref
+        nodes: list[Node] = []
+        parent: str | None = None
+        for message in message_refs:
+            full = node_hash(parent, message)
+            found = self._idx.find(NODE, short_ref(full))
+            clash = found is not None and not (isinstance(found, Located) and found.full == full)
+            nodes.append((full if clash else short_ref(full), parent, message))
+            parent = nodes[-1][0]
+        start = len(nodes)
+        while start and self._idx.depth(nodes[start - 1][0]) is None:
+            start -= 1  # write the nodes after the last one whose chain resolves (again, if stored broken)
+        self.nodes = nodes[start:]
+        request = parts.request.model_copy(update={
+            "chain": nodes[-1][0] if nodes else None,
+            "tools": blob_refs.get(parts.request.tools) if parts.request.tools is not None else None,
+        })
+        response = parts.response.model_copy(update={
+            "message": reply_ref,
+            "raw": blob_refs.get(parts.response.raw) if parts.response.raw is not None else None,
+        })
+        return entry.model_copy(update={"request": request, "response": response})
+
+    def lines(self, parts: _Parts) -> list[str]:
+        lines = [encode_msg_text(ref, text) for ref, text in self.messages]
+        lines += [encode_blob_text(ref, text) for ref, text in self.blobs]
+        lines += [encode_node(*node) for node in self.nodes]
+        return lines
+
+
+def _line_count_before(idx: CassetteIndex, covered: int) -> int:
+    return idx.lines()
 
 
 def _check_identity(wire: dict[str, Any], identity: SampleIdentity) -> None:
@@ -579,7 +715,7 @@ class _Parts:
     response: StoredResponse
     messages: dict[str, str]  # hash -> canonical JSON text, every message of the request and the reply
     blobs: dict[str, str]  # hash -> canonical JSON text
-    nodes: list[Node]  # the request's whole chain, first message first
+    message_order: list[str]  # the request's message hashes, first message first
 
 
 def _stored_parts(canonical: dict[str, Any], response_body: dict[str, Any]) -> _Parts:
@@ -595,10 +731,9 @@ def _stored_parts(canonical: dict[str, Any], response_body: dict[str, Any]) -> _
     raw_hash = blob_hash(raw) if raw is not None else None
     if raw is not None and raw_hash is not None:
         blobs[raw_hash] = canonical_json(raw)
-    nodes = chain_nodes(hashes)
     request = StoredRequest(
         model=canonical["model"],
-        chain=nodes[-1][0] if nodes else None,
+        chain=None,  # set by _Refs.resolve: the references depend on what the cassette holds
         tools=blob_hash(tools) if tools is not None else None,
         tool_choice=canonical["tool_choice"],
         params=canonical["params"],
@@ -611,7 +746,7 @@ def _stored_parts(canonical: dict[str, Any], response_body: dict[str, Any]) -> _
         response_model=response_body.get("model"),
         created=response_body.get("created"),
     )
-    return _Parts(request, response, messages, blobs, nodes)
+    return _Parts(request, response, messages, blobs, hashes)
 
 
 def _raw_reply(choice: dict[str, Any], canonical: dict[str, Any]) -> dict[str, Any] | None:

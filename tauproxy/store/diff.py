@@ -9,7 +9,7 @@ from tauproxy.data_model.call import CallRole
 from tauproxy.data_model.key import canonical_json, canonical_request, message_hash, request_key, seed_of
 from tauproxy.store.cassette import Cassette, flat_wire
 from tauproxy.store.entry import CassetteEntry
-from tauproxy.store.format import chain_nodes
+from tauproxy.store.format import chain_nodes, chain_refs, short_ref
 
 MAX_LINES = 40
 MAX_WIDTH = 160
@@ -133,7 +133,7 @@ def _common_prefix(cassette: Cassette, entry: CassetteEntry, hashes: list[str], 
     if entry.request.messages is not None:  # a version-1 entry lists its messages
         count = 0
         for mine, theirs in zip(hashes, entry.request.messages, strict=False):
-            if mine != theirs:
+            if not mine.startswith(theirs):
                 break
             count += 1
         return count
@@ -164,7 +164,9 @@ def nearest_entry(
         return next((e for e in same_key if (e.task_id, e.trial) == (task_id, trial)), same_key[0])
     entries = cassette.entries()
     hashes = [message_hash(m) for m in wire_request.get("messages") or []]
+    # The request's chain as a v2 cassette names it (full references) and as v3 does (short ones).
     depths = {node: index + 1 for index, (node, _, _) in enumerate(chain_nodes(hashes))}
+    depths.update({node: index + 1 for index, (node, _, _) in enumerate(chain_refs([short_ref(h) for h in hashes]))})
     model = wire_request.get("model")
     for candidates in ([e for e in entries if e.role == role], entries):
         if candidates:

@@ -8,9 +8,10 @@ from pydantic import BaseModel, Field, model_validator
 
 from tauproxy.data_model.call import CallRole, Usage
 
-# v2: a request names its messages by one chain node (`request.chain`), see format.py.
+# v3: v2 with 16-hex references and no stored sample key (derived on read), see format.py.
+# v2: a request names its messages by one chain node (`request.chain`); still read, never written.
 # v1: a request listed one message hash per message (`request.messages`); still read, never written.
-ENTRY_VERSION = 2
+ENTRY_VERSION = 3
 
 
 class StoredRequest(BaseModel):
@@ -86,4 +87,6 @@ class CassetteEntry(BaseModel):
         data = {**self.model_dump(mode="json"), "request": self.request.wire_form()}
         if self.response.raw is None:
             del data["response"]["raw"]  # absent, not null: older entries keep their exact bytes
+        if self.v >= 3:
+            del data["sample_key"]  # derived from key, seed and scope on read (format.py)
         return data

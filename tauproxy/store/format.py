@@ -20,8 +20,24 @@ and readers keep one. References are resolved after the whole file is read, so l
 does not matter. Writers still put a call's new messages, blob and nodes (parents first) before its call
 line, in the same append.
 
-Entry format versions (the call line's `v`): 2 is the chain above. 1 listed one message hash per message
-in `request.messages`; such lines are still read (and rewritten as v2 by compact, prune and merge).
+Entry format versions (the call line's `v`): 3 is the chain above with short references: every
+reference (`h`, a node's `p` and `m`, a call's `request.chain`, `request.tools`, `response.message` and
+`response.raw`) is the first REF_LEN (16) hex digits of the content's sha256, and the call line carries
+no `sample_key` (the reader derives it from `key`, `seed`, `task_id`, `trial` and `occurrence` with
+key.sample_key, the one definition). A 64-hex reference is 32 bytes that gzip cannot shrink, and a
+call line used to carry six of them; git stores cassettes compressed. 2 wrote full 64-hex references
+and the sample key; 1 listed one message hash per message in `request.messages`. Both are still read,
+and compact, prune and merge rewrite them as v3.
+
+A reference is resolved by prefix: it names the stored content whose full sha256 (always recomputed
+from the line, never trusted) starts with it, so a 64-hex v2 reference and a 16-hex v3 one resolve
+alike. Short references stay union-mergeable: they are content addresses, so two branches that store
+the same message write the same reference, and two different contents sharing 16 hex digits (about
+n^2 / 2^65 for n stored contents: 3e-6 for ten million) are detected, never guessed: the reader
+reports the reference as ambiguous and every call using it as unusable (so it is recorded again), and
+a writer that sees such a clash in its own cassette writes that content with its full 64-hex hash.
+A node's hash covers the references as written, so a v3 chain and a v2 chain of the same messages are
+different nodes (compact converges them).
 
 Lines are split on b"\\n" only: canonical JSON escapes newlines inside strings, but it leaves U+2028
 and friends raw, which `str.splitlines` would wrongly treat as line ends.
@@ -37,17 +53,32 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tauproxy.data_model.key import blob_hash, canonical_json, canonical_message
+from tauproxy.data_model.key import blob_hash, canonical_json, canonical_message, sample_key
 from tauproxy.errors import CassetteError
 from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry
 
 CALLS_FILE = "calls.jsonl"
 LOCK_FILE = "calls.jsonl.lock"
+REF_LEN = 16  # hex digits of a v3 reference: 64 bits (see the module docstring for the odds)
+FULL_LEN = 64
+
+
+def short_ref(digest: str) -> str:
+    """The v3 reference of a full sha256."""
+    return digest[:REF_LEN]
+
+
+def ref_matches(digest: str, ref: str) -> bool:
+    """Whether `ref` (16 to 64 hex digits) names the content whose full hash is `digest`."""
+    return REF_LEN <= len(ref) <= FULL_LEN and digest.startswith(ref)
 
 
 @dataclass(frozen=True)
 class MsgLine:
-    """A message, kept as its canonical JSON text: every read parses a fresh copy."""
+    """A message, kept as its canonical JSON text: every read parses a fresh copy.
+
+    `hash` is always the full sha256 of `text`, whatever length of reference the line wrote.
+    """
 
     hash: str
     text: str
@@ -70,6 +101,8 @@ class BlobLine:
 
 @dataclass(frozen=True)
 class NodeLine:
+    """A chain node: `hash` the full node hash, `parent` and `message` the references as written."""
+
     hash: str
     parent: str | None
     message: str
@@ -103,11 +136,26 @@ def node_hash(parent: str | None, message: str) -> str:
 
 
 def chain_nodes(message_hashes: list[str]) -> list[tuple[str, str | None, str]]:
-    """The (hash, parent, message) nodes of a message list, first message first."""
+    """The (hash, parent, message) nodes of a message list in the v2 form (full references)."""
     nodes: list[tuple[str, str | None, str]] = []
     parent: str | None = None
     for message in message_hashes:
         digest = node_hash(parent, message)
+        nodes.append((digest, parent, message))
+        parent = digest
+    return nodes
+
+
+def chain_refs(message_refs: list[str]) -> list[tuple[str, str | None, str]]:
+    """The (reference, parent reference, message reference) nodes of a v3 chain, first message first.
+
+    `message_refs` are the references the messages are written under (normally short_ref of their
+    hash); each node is referred to by short_ref of its hash over those references.
+    """
+    nodes: list[tuple[str, str | None, str]] = []
+    parent: str | None = None
+    for message in message_refs:
+        digest = short_ref(node_hash(parent, message))
         nodes.append((digest, parent, message))
         parent = digest
     return nodes
@@ -188,14 +236,15 @@ def _parse_node(obj: dict[str, Any]) -> NodeLine:
 
 
 def _checked_hash(obj: dict[str, Any], actual: str) -> str:
+    """The full hash `actual`, once the line's own (possibly shortened) hash is checked against it."""
     digest = obj.get("h")
     if not isinstance(digest, str):
         raise ValueError(f"malformed {obj['t']} line: no hash")
-    if digest != actual:
+    if not ref_matches(actual, digest):
         raise ValueError(
             f"{obj['t']} hash mismatch: line says {digest[:12]}, content hashes to {actual[:12]} (edited?)"
         )
-    return digest
+    return actual
 
 
 def _parse_call(obj: dict[str, Any]) -> CassetteEntry:
@@ -206,6 +255,8 @@ def _parse_call(obj: dict[str, Any]) -> CassetteEntry:
             f"v{ENTRY_VERSION}); upgrade tauproxy"
         )
     fields = {k: v for k, v in obj.items() if k != "t"}
+    if isinstance(version, int) and version >= 3 and "sample_key" not in fields:
+        fields["sample_key"] = _derived_sample_key(fields)
     request = fields.get("request")
     if version == 1 and isinstance(request, dict) and "messages" not in request:
         fields["request"] = {**request, "messages": []}  # v1 wrote no list for a request without messages
@@ -215,6 +266,17 @@ def _parse_call(obj: dict[str, Any]) -> CassetteEntry:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "entry"
         raise ValueError(f"malformed call line: {where}: {first['msg']}") from None
+
+
+def _derived_sample_key(fields: dict[str, Any]) -> str:
+    """A v3 line's sample key, from the fields it is made of (key.sample_key is its one definition)."""
+    key, seed, task, trial, occurrence = (fields.get(n) for n in ("key", "seed", "task_id", "trial", "occurrence"))
+    ints_ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (trial, occurrence))
+    seed_ok = seed is None or (isinstance(seed, int) and not isinstance(seed, bool))
+    if not (isinstance(key, str) and isinstance(task, str) and ints_ok and seed_ok):
+        raise ValueError("malformed call line: key, seed, task_id, trial or occurrence missing or mistyped")
+    assert isinstance(trial, int) and isinstance(occurrence, int)  # for mypy: checked just above
+    return sample_key(key, seed, task, trial, occurrence)
 
 
 def scan_bytes(path: Path, data: bytes) -> ScanResult:

@@ -8,10 +8,12 @@ and re-reads before appending.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import sqlite3
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,11 +24,12 @@ from tauproxy.store.cassette import Cassette, fsync_dir, locked
 from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry
 from tauproxy.store.format import (
     CALLS_FILE,
-    chain_nodes,
     encode_blob_text,
     encode_call,
     encode_msg_text,
     encode_node,
+    node_hash,
+    short_ref,
 )
 
 RESULTS_FILE = "results.json"
@@ -52,11 +55,15 @@ class RewriteResult:
 
 
 def stats(cassette: Cassette) -> dict[str, Any]:
-    entries = cassette.entries()
     roles = {"agent": 0, "user": 0, "judge": 0}
     models: dict[str, int] = {}
     tokens = {"prompt": 0, "completion": 0, "cached": 0, "reasoning": 0, "total": 0}
-    for entry in entries:
+    entries = 0
+    costs: list[float] = []
+    for entry in cassette.iter_entries():  # one at a time: a cassette may be far larger than memory
+        entries += 1
+        if entry.cost_usd is not None:
+            costs.append(entry.cost_usd)
         roles[entry.role] = roles.get(entry.role, 0) + 1
         model = entry.request.model or "?"
         models[model] = models.get(model, 0) + 1
@@ -66,32 +73,30 @@ def stats(cassette: Cassette) -> dict[str, Any]:
         tokens["cached"] += usage.cached_tokens
         tokens["reasoning"] += usage.reasoning_tokens
         tokens["total"] += usage.total_tokens
-    costs = [entry.cost_usd for entry in entries if entry.cost_usd is not None]
     return {
-        "entries": len(entries),
+        "entries": entries,
         "calls_by_role": roles,
         "tokens": tokens,
         "recorded_cost_usd": sum(costs) if costs else None,
-        "unknown_price_calls": len(entries) - len(costs),
+        "unknown_price_calls": entries - len(costs),
         "models": dict(sorted(models.items())),
         "messages_stored": cassette.messages_stored(),
         "nodes_stored": cassette.nodes_stored(),
         "bytes": cassette.file.stat().st_size if cassette.file.exists() else 0,
+        "index_bytes": cassette.index_bytes(),
         "problems": len(cassette.problems),
     }
 
 
 def check(cassette: Cassette) -> VerifyReport:
     """Problems and warnings of what is on disk now (the file is re-read, not the loaded copy)."""
-    fresh = Cassette.open(cassette.directory, create=False)
+    fresh = Cassette.open(cassette.directory, create=False, fresh_index=True)
     report = VerifyReport(problems=[str(problem) for problem in fresh.problems])
-    by_sample: dict[str, list[tuple[int | None, CassetteEntry]]] = {}
-    for number, entry in fresh.history():
-        by_sample.setdefault(entry.sample_key, []).append((number, entry))
+    for number, entry in fresh.iter_history():
         mismatch = _key_mismatch(fresh, entry)
         if mismatch:
             report.problems.append(f"{fresh.file}:{number}: {mismatch}")
-    for key, lines in by_sample.items():
+    for key, lines in fresh.recorded_more_than_once():
         answers = {(e.response.message, e.response.finish_reason) for _, e in lines}
         if len(answers) > 1:
             numbers = ", ".join(str(number) for number, _ in lines)
@@ -124,59 +129,144 @@ def _refuse_damage(cassette: Cassette, drop_bad: bool) -> None:
         )
 
 
-def _lines(sources: Iterable[tuple[Cassette, CassetteEntry]]) -> list[str]:
-    """Each entry's new messages, blob and chain nodes right before its call line, each written once.
+class _SpillMap:
+    """A str -> str map that keeps at most `limit` items in memory and the rest in a temp SQLite file,
+    so rewriting a cassette of millions of calls needs bounded memory. Keys are set once."""
+
+    def __init__(self, directory: Path, limit: int = 200_000) -> None:
+        self._memory: dict[str, str] = {}
+        self._directory, self._limit = directory, limit
+        self._db: sqlite3.Connection | None = None
+
+    def get(self, key: str) -> str | None:
+        value = self._memory.get(key)
+        if value is not None or self._db is None:
+            return value
+        row = self._db.execute("SELECT v FROM m WHERE k = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self._memory[key] = value
+        if len(self._memory) > self._limit:
+            if self._db is None:
+                self._db = sqlite3.connect(str(self._directory / "rewrite.sqlite"), isolation_level=None)
+                self._db.executescript(
+                    "PRAGMA synchronous = OFF; PRAGMA journal_mode = OFF; "
+                    "CREATE TABLE m (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;"
+                )
+            self._db.executemany("INSERT OR REPLACE INTO m VALUES (?, ?)", self._memory.items())
+            self._memory.clear()
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+
+
+class _Rewriter:
+    """Lines of a v3 cassette holding the given entries: each entry's new messages, blobs and chain
+    nodes right before its call line, each written once, under its short reference (its full hash when
+    another content of the output already has that short reference: see format.py).
 
     Only what the entries reach is written, so superseded calls and what only they used are dropped.
-    Version-1 entries (a listed message per message) are rewritten as v2 chains.
+    v1 and v2 entries are rewritten as v3. The lines are produced one at a time (a cassette can be far
+    larger than memory); what was written is remembered by reference.
     """
-    lines: list[str] = []
-    messages: set[str] = set()
-    blobs: set[str] = set()
-    nodes: set[str] = set()
-    for cassette, entry in sources:
-        if entry.request.messages is not None:
-            chain = chain_nodes(entry.request.messages)
-            request = entry.request.model_copy(update={"messages": None, "chain": chain[-1][0] if chain else None})
-            entry = entry.model_copy(update={"v": ENTRY_VERSION, "request": request})
-        else:
-            chain = _unwritten_chain(cassette, entry.request.chain, nodes)
-        new = [node for node in chain if node[0] not in nodes]
-        for digest in [*(message for _, _, message in new), entry.response.message]:
-            if digest not in messages:
-                messages.add(digest)
-                lines.append(encode_msg_text(digest, cassette.message_text(digest)))
-        for blob in (entry.request.tools, entry.response.raw):
-            if blob is not None and blob not in blobs:
-                blobs.add(blob)
-                lines.append(encode_blob_text(blob, cassette.blob_text(blob)))
-        for node in new:
-            nodes.add(node[0])
-            lines.append(encode_node(*node))
-        lines.append(encode_call(entry))
-    return lines
+
+    def __init__(self, scratch: Path) -> None:
+        # "KIND SHORT" -> full hash written under SHORT; "SOURCE REF" -> node reference written for the
+        # node REF of source SOURCE. Both bounded in memory (see _SpillMap).
+        self.written = _SpillMap(scratch)
+        self.count = 0
+
+    def _ref(self, kind: str, full: str) -> tuple[str, bool]:
+        """(reference to write, whether it is new)."""
+        short = short_ref(full)
+        known = self.written.get(f"{kind} {short}")
+        if known is None:
+            self.written[f"{kind} {short}"] = full
+            return short, True
+        if known == full:
+            return short, False
+        fresh = f"{kind} {full}" not in self.written
+        self.written[f"{kind} {full}"] = full  # a clash of short references in the output: full hash
+        return full, fresh
+
+    def _content(self, kind: str, text: str) -> tuple[str, str | None]:
+        full = hashlib.sha256(text.encode()).hexdigest()
+        ref, new = self._ref(kind, full)
+        if not new:
+            return ref, None
+        return ref, (encode_msg_text(ref, text) if kind == "msg" else encode_blob_text(ref, text))
+
+    def _node(self, parent: str | None, message: str) -> tuple[str, str | None]:
+        ref, new = self._ref("node", node_hash(parent, message))
+        return ref, (encode_node(ref, parent, message) if new else None)
+
+    def lines(self, sources: Iterable[tuple[Cassette, CassetteEntry]]) -> Iterator[str]:
+        source_ids: dict[int, int] = {}
+        for cassette, entry in sources:
+            source = source_ids.setdefault(id(cassette), len(source_ids))
+            out: list[str] = []
+            if entry.request.messages is not None:  # v1: a listed message per message
+                steps: list[tuple[str | None, str]] = [(None, digest) for digest in entry.request.messages]
+                parent: str | None = None
+            else:
+                steps, parent = self._unwritten_chain(cassette, source, entry.request.chain)
+            for node_in, message in steps:
+                ref, line = self._content("msg", cassette.message_text(message))
+                out += [line] if line else []
+                parent, node_line = self._node(parent, ref)
+                out += [node_line] if node_line else []
+                if node_in is not None and parent is not None:
+                    self.written[f"{source} {node_in}"] = parent
+            reply, line = self._content("msg", cassette.message_text(entry.response.message))
+            out += [line] if line else []
+            blobs: dict[str, str | None] = {}
+            for blob in (entry.request.tools, entry.response.raw):
+                if blob is not None:
+                    blobs[blob], line = self._content("blob", cassette.blob_text(blob))
+                    out += [line] if line else []
+            request = entry.request.model_copy(update={
+                "messages": None, "chain": parent,
+                "tools": blobs.get(entry.request.tools) if entry.request.tools else None,
+            })
+            response = entry.response.model_copy(update={
+                "message": reply, "raw": blobs.get(entry.response.raw) if entry.response.raw else None,
+            })
+            out.append(encode_call(entry.model_copy(update={"v": ENTRY_VERSION, "request": request,
+                                                             "response": response})))
+            self.count += len(out)
+            yield "".join(out)
+
+    def _unwritten_chain(
+        self, cassette: Cassette, source: int, digest: str | None
+    ) -> tuple[list[tuple[str | None, str]], str | None]:
+        """The (node, message) steps of a chain after its last node already written, and that node's
+        written reference (None: nothing written yet)."""
+        steps: list[tuple[str | None, str]] = []
+        written: str | None = None
+        while digest is not None:
+            written = self.written.get(f"{source} {digest}")
+            if written is not None:
+                break
+            parent, message = cassette.node(digest)
+            steps.append((digest, message))
+            digest = parent
+        steps.reverse()
+        return steps, written
 
 
-def _unwritten_chain(
-    cassette: Cassette, digest: str | None, written: set[str]
-) -> list[tuple[str, str | None, str]]:
-    """The nodes of a chain after the last one already written, first message first."""
-    chain: list[tuple[str, str | None, str]] = []
-    while digest is not None and digest not in written:
-        parent, message = cassette.node(digest)
-        chain.append((digest, parent, message))
-        digest = parent
-    chain.reverse()
-    return chain
-
-
-def _replace_file(target: Path, lines: list[str]) -> None:
+def _replace_file(target: Path, lines: Iterable[str]) -> None:
     """Write `lines` to a temp file beside `target`, fsync, rename over it, fsync the directory."""
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".calls.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write("".join(lines).encode("utf-8"))
+        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
+            for line in lines:
+                handle.write(line.encode("utf-8"))
             handle.flush()
             os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
@@ -184,23 +274,42 @@ def _replace_file(target: Path, lines: list[str]) -> None:
     except OSError as exc:
         Path(temp).unlink(missing_ok=True)
         raise CassetteError(f"cannot rewrite {target}: {exc.strerror or exc}") from None
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
     fsync_dir(target.parent)
 
 
 def _line_count(path: Path) -> int:
     if not path.exists():
         return 0
-    return sum(1 for raw in path.read_bytes().split(b"\n") if raw.strip())
+    count = 0
+    with path.open("rb") as handle:
+        for raw in handle:
+            count += bool(raw.strip())
+    return count
 
 
-def _rewrite(cassette: Cassette, sources: list[tuple[Cassette, CassetteEntry]]) -> RewriteResult:
+def _rewrite(cassette: Cassette, sources: Iterable[tuple[Cassette, CassetteEntry]]) -> RewriteResult:
     before = _line_count(cassette.file)
-    lines = _lines(sources)
-    _replace_file(cassette.file, lines)
+    entries = 0
+
+    def counted() -> Iterator[tuple[Cassette, CassetteEntry]]:
+        nonlocal entries
+        for source in sources:
+            entries += 1
+            yield source
+
+    with tempfile.TemporaryDirectory(prefix="tauproxy-rewrite-") as scratch:
+        rewriter = _Rewriter(Path(scratch))
+        try:
+            _replace_file(cassette.file, rewriter.lines(counted()))
+        finally:
+            rewriter.written.close()
     return RewriteResult(
-        entries=len(sources),
+        entries=entries,
         lines_before=before,
-        lines_after=len(lines),
+        lines_after=rewriter.count,
         dropped_bad=len(cassette.problems),
     )
 
@@ -212,7 +321,7 @@ def compact(cassette_dir: Path, drop_bad: bool = False) -> RewriteResult:
     with locked(Path(cassette_dir)):
         cassette = Cassette.open(Path(cassette_dir), create=False)
         _refuse_damage(cassette, drop_bad)
-        return _rewrite(cassette, [(cassette, entry) for entry in cassette.entries()])
+        return _rewrite(cassette, ((cassette, entry) for entry in cassette.iter_entries()))
 
 
 def prune(cassette: Cassette, keep_sample_keys: set[str], drop_bad: bool = False) -> int:
@@ -220,10 +329,10 @@ def prune(cassette: Cassette, keep_sample_keys: set[str], drop_bad: bool = False
     with locked(cassette.directory):
         fresh = Cassette.open(cassette.directory, create=False)
         _refuse_damage(fresh, drop_bad)
-        kept = [(fresh, entry) for entry in fresh.entries() if entry.sample_key in keep_sample_keys]
+        kept = {key for key in keep_sample_keys if fresh.lookup(key) is not None}
         removed = len(fresh) - len(kept)
         if removed:
-            _rewrite(fresh, kept)
+            _rewrite(fresh, ((fresh, entry) for entry in fresh.iter_entries(only=kept)))
     cassette.reload()
     return removed
 
@@ -237,17 +346,27 @@ def merge(target_dir: Path, source_dirs: list[Path], drop_bad: bool = False) -> 
         sources = [Cassette.open(Path(d), create=False) for d in source_dirs]
         for cassette in [target, *sources]:
             _refuse_damage(cassette, drop_bad)
-        winners: dict[str, tuple[Cassette, CassetteEntry]] = {
-            e.sample_key: (target, e) for e in target.entries()
-        }
+        # Only which cassette wins each sample key is held; entries are read again while writing.
+        everyone = [target, *sources]
+        winners: dict[str, int] = dict.fromkeys(target.sample_keys(), 0)
         added = replaced = 0
-        for source in sources:
-            for entry in source.entries():
-                previous = winners.pop(entry.sample_key, None)
+        for number, source in enumerate(sources, start=1):
+            for key in source.sample_keys():
+                previous = winners.get(key)
                 added += previous is None
-                replaced += previous is not None and previous[1].response != entry.response
-                winners[entry.sample_key] = (source, entry)
-        result = _rewrite(target, list(winners.values()))
+                if previous is not None:
+                    before, entry = everyone[previous].lookup(key), source.lookup(key)
+                    if before is not None and entry is not None:  # compared as answered: refs may be v2 or v3
+                        replaced += everyone[previous].response_of(before) != source.response_of(entry)
+                winners[key] = number
+
+        def merged() -> Iterator[tuple[Cassette, CassetteEntry]]:
+            for number, cassette in enumerate(everyone):
+                for entry in cassette.iter_entries():
+                    if winners[entry.sample_key] == number:
+                        yield cassette, entry
+
+        result = _rewrite(target, merged())
     result.added, result.replaced = added, replaced
     result.dropped_bad = sum(len(c.problems) for c in [target, *sources])
     return result

@@ -9,11 +9,11 @@ from typing import Any
 
 from test_cassette import TOOLS, body, lines_of, record, wire
 
-from tauproxy.data_model.key import canonical_json, canonical_request, message_hash, request_key
-from tauproxy.store.cassette import Cassette, _resolve_chains
+from tauproxy.data_model.key import canonical_json, canonical_request, message_hash, request_key, sample_key
+from tauproxy.store.cassette import Cassette
 from tauproxy.store.diff import miss_message, nearest_entry
 from tauproxy.store.entry import CassetteEntry, StoredRequest
-from tauproxy.store.format import chain_nodes, encode_msg, node_hash
+from tauproxy.store.format import chain_refs, encode_msg, node_hash, short_ref
 from tauproxy.store.maintenance import compact, merge, stats, verify
 
 SYSTEM = {"role": "system", "content": "You are a support agent."}
@@ -48,6 +48,9 @@ def as_version_1(directory: Path) -> None:
             request = line["request"]
             chain = request.pop("chain")
             request["messages"] = [message for _, _, message in cassette.chain(chain)]
+            if "sample_key" not in line:  # v3 derives it; v1 stored it
+                line["sample_key"] = sample_key(line["key"], line["seed"], line["task_id"], line["trial"],
+                                                line["occurrence"])
             line["v"] = 1
         lines.append(line)
     write_lines(directory, lines)
@@ -64,23 +67,25 @@ def test_each_call_writes_only_its_new_messages_and_nodes(tmp_path: Path) -> Non
     first, second = (line for line in added if line["t"] == "call")
     nodes = [line for line in added if line["t"] == "node"]
     assert nodes[0]["p"] == first["request"]["chain"]  # the new chain continues the old one
-    assert second["request"]["chain"] == nodes[1]["h"] == node_hash(nodes[0]["h"], nodes[1]["m"])
-    assert "messages" not in second["request"] and second["v"] == 2
+    assert second["request"]["chain"] == nodes[1]["h"] == short_ref(node_hash(nodes[0]["h"], nodes[1]["m"]))
+    assert "messages" not in second["request"] and second["v"] == 3 and "sample_key" not in second
 
 
 def test_chain_hashes_are_the_documented_ones(tmp_path: Path) -> None:
     cassette, entries = conversation(tmp_path / "c", 2)
     request = cassette.request_of(entries[1])
-    hashes = [message_hash(m) for m in request["messages"]]
+    refs = [short_ref(message_hash(m)) for m in request["messages"]]
     parent = None
-    for digest in hashes:
-        parent = node_hash(parent, digest)
-    assert entries[1].request.chain == parent == chain_nodes(hashes)[-1][0]
-    assert cassette.message_hashes(entries[1]) == hashes
+    for ref in refs:
+        parent = short_ref(node_hash(parent, ref))
+    assert entries[1].request.chain == parent == chain_refs(refs)[-1][0]
+    assert cassette.message_hashes(entries[1]) == refs
     assert cassette.message_count(entries[1]) == 4
     for line in lines_of(tmp_path / "c"):
         if line["t"] == "node":
-            assert line["h"] == node_hash(line["p"], line["m"])
+            assert line["h"] == short_ref(node_hash(line["p"], line["m"]))
+        if line["t"] == "msg":
+            assert line["h"] == short_ref(message_hash(line["m"]))
 
 
 def test_a_request_without_messages_has_no_chain(tmp_path: Path) -> None:
@@ -93,7 +98,7 @@ def test_a_request_without_messages_has_no_chain(tmp_path: Path) -> None:
     assert stored is not None and reopened.request_of(stored)["messages"] == []
 
 
-def test_version_1_cassette_is_read_extended_and_compacted_to_version_2(tmp_path: Path) -> None:
+def test_version_1_cassette_is_read_extended_and_compacted_to_version_3(tmp_path: Path) -> None:
     directory = tmp_path / "c"
     cassette, entries = conversation(directory, 3)
     before = {e.sample_key: (cassette.request_of(e), cassette.response_of(e)) for e in entries}
@@ -107,7 +112,7 @@ def test_version_1_cassette_is_read_extended_and_compacted_to_version_2(tmp_path
     wanted = before[entries[2].sample_key][0]
     assert nearest_entry(old, wanted, "t1", 0, "agent", 9) == old.lookup(entries[2].sample_key)
 
-    # A new call in a v1 cassette is written as v2, reusing the messages the v1 lines stored.
+    # A new call in a v1 cassette is written as v3, reusing the messages the v1 lines stored.
     more = wanted["messages"] + [
         {"role": "assistant", "content": "answer 2"},
         {"role": "user", "content": "question 3"},
@@ -124,7 +129,7 @@ def test_version_1_cassette_is_read_extended_and_compacted_to_version_2(tmp_path
     compact(directory)
     compacted = Cassette.open(directory, create=False)
     assert verify(compacted) == []
-    assert all(e.v == 2 and e.request.messages is None for e in compacted.entries())
+    assert all(e.v == 3 and e.request.messages is None for e in compacted.entries())
     assert {e.sample_key: (compacted.request_of(e), compacted.response_of(e)) for e in entries} == before
     assert sum(line["t"] == "node" for line in lines_of(directory)) == 8  # shared by all four calls
 
@@ -153,7 +158,7 @@ def test_a_missing_node_makes_only_the_calls_through_it_unusable(tmp_path: Path)
     directory = tmp_path / "c"
     _, entries = conversation(directory, 3)
     lines = lines_of(directory)
-    second = next(line for line in lines if line["t"] == "call" and line["sample_key"] == entries[1].sample_key)
+    second = next(line for line in lines if line["t"] == "call" and line["call_index"] == entries[1].call_index)
     gone = second["request"]["chain"]
     write_lines(directory, [line for line in lines if line.get("h") != gone])
 
@@ -206,28 +211,6 @@ def test_tampered_node_line_is_detected(tmp_path: Path) -> None:
     reopened = Cassette.open(directory, create=False)
     assert f"{file}:{index + 1}: node hash mismatch" in "\n".join(verify(reopened))
     assert reopened.lookup(entries[1].sample_key) is None
-
-
-def test_cycles_and_broken_chains_are_found_without_looping() -> None:
-    messages = {"m": "{}"}
-    nodes: dict[str, tuple[str | None, str]] = {
-        "root": (None, "m"),
-        "ok": ("root", "m"),
-        "a": ("b", "m"),  # a -> b -> a: only forged hashes can do this
-        "b": ("a", "m"),
-        "after-cycle": ("a", "m"),
-        "orphan": ("missing", "m"),
-        "no-message": ("ok", "absent"),
-        "after-no-message": ("no-message", "m"),
-    }
-    depth, broken, causes = _resolve_chains(nodes, messages)
-    assert depth == {"root": 1, "ok": 2}
-    assert set(broken) == set(nodes) - set(depth)
-    assert "cycle" in causes[broken["after-cycle"]] and "cycle" in causes[broken["b"]]
-    assert "parent node missing" in causes[broken["orphan"]]
-    assert broken["after-no-message"] == "no-message" and "message absent" in causes["no-message"]
-    long_chain = {f"n{i}": (f"n{i - 1}" if i else None, "m") for i in range(20_000)}
-    assert _resolve_chains(long_chain, messages)[0]["n19999"] == 20_000
 
 
 def test_nearest_entry_and_miss_message_follow_chains(tmp_path: Path) -> None:

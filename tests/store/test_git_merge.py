@@ -77,3 +77,37 @@ def test_union_merge_of_two_branches(tmp_path: Path) -> None:
     compact(cassette_dir)
     assert (cassette_dir / "calls.jsonl").read_text().count('"same answer"') == 1
     assert verify(merged) == [] and len(Cassette.open(cassette_dir, create=False)) == 8
+
+
+def test_union_merge_of_two_compacted_branches(tmp_path: Path) -> None:
+    """Each branch records and then compacts (rewriting the whole file in v3, short references);
+    the union merge of the two rewritten files is still a valid cassette holding every call."""
+    repo = tmp_path / "repo"
+    cassette_dir = repo / "cassettes" / "demo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    shutil.copy(REPO_ROOT / ".gitattributes", repo / ".gitattributes")
+    (repo / ".gitignore").write_text("*.lock\n")
+    base = record_calls(cassette_dir, "base", 2, answer="base answer")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "base cassette")
+    keys = {}
+    for branch, task, count in (("a", "x", 3), ("b", "y", 4)):
+        git(repo, "checkout", "-q", "main")
+        git(repo, "checkout", "-q", "-b", branch)
+        keys[branch] = record_calls(cassette_dir, task, count)
+        compact(cassette_dir)
+        git(repo, "commit", "-q", "-am", f"record {task}, compact")
+    assert "sample_key" not in (cassette_dir / "calls.jsonl").read_text()  # v3 lines only
+
+    git(repo, "merge", "-q", "--no-edit", "a")
+
+    merged = Cassette.open(cassette_dir, create=False)
+    assert "<<<<<<<" not in (cassette_dir / "calls.jsonl").read_text()
+    assert {entry.sample_key for entry in merged.entries()} == base | keys["a"] | keys["b"]
+    assert merged.problems == [] and verify(merged) == []
+    for entry in merged.entries():  # every call replays the answer its branch recorded
+        assert merged.response_of(entry)["choices"][0]["message"]["content"] in {"base answer", "same answer"}
+    compact(cassette_dir)
+    again = Cassette.open(cassette_dir, create=False)
+    assert verify(again) == [] and len(again) == 9
