@@ -45,13 +45,18 @@ def record_calls(directory: Path, task_id: str, count: int, answer: str = "same 
     return keys
 
 
-def test_union_merge_of_two_branches(tmp_path: Path) -> None:
+def new_repo(tmp_path: Path) -> tuple[Path, Path]:
+    """A git repo with the project's .gitattributes (merge=union for cassettes) and its cassette dir."""
     repo = tmp_path / "repo"
-    cassette_dir = repo / "cassettes" / "demo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     shutil.copy(REPO_ROOT / ".gitattributes", repo / ".gitattributes")
     (repo / ".gitignore").write_text("*.lock\n")
+    return repo, repo / "cassettes" / "demo"
+
+
+def test_union_merge_of_two_branches(tmp_path: Path) -> None:
+    repo, cassette_dir = new_repo(tmp_path)
     base = record_calls(cassette_dir, "base", 1, answer="base answer")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "base cassette")
@@ -82,12 +87,7 @@ def test_union_merge_of_two_branches(tmp_path: Path) -> None:
 def test_union_merge_of_two_compacted_branches(tmp_path: Path) -> None:
     """Each branch records and then compacts (rewriting the whole file in v3, short references);
     the union merge of the two rewritten files is still a valid cassette holding every call."""
-    repo = tmp_path / "repo"
-    cassette_dir = repo / "cassettes" / "demo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    shutil.copy(REPO_ROOT / ".gitattributes", repo / ".gitattributes")
-    (repo / ".gitignore").write_text("*.lock\n")
+    repo, cassette_dir = new_repo(tmp_path)
     base = record_calls(cassette_dir, "base", 2, answer="base answer")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "base cassette")
