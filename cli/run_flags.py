@@ -21,6 +21,7 @@ from tauproxy.engine.limits import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tauproxy.runner.defaults import (
     DEFAULT_EXECUTOR,
     DEFAULT_JUDGE_LLM,
+    DEFAULT_JUDGE_WINDOW_SIZE,
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_INFRA_ERRORS,
     DEFAULT_NUM_TRIALS,
@@ -76,9 +77,12 @@ class RunFlags:
     user_llm: str = field(default=DEFAULT_USER_LLM, metadata=spec("User simulator model.", AGENT, sets=("user",)))
     user_llm_args: str | None = field(default=None, metadata=spec("User model args as JSON.", AGENT, sets=("user",)))
     judge_llm: str = field(default=DEFAULT_JUDGE_LLM, metadata=spec(
-        "NL-assertion judge model.", AGENT, sets=("judge",)))
+        "NL-assertion judge model; on a tau2/ domain, τ²'s repetition judge (off by default).", AGENT,
+        sets=("judge",)))
     judge_llm_args: str | None = field(default=None, metadata=spec(
         "Judge model args as JSON.", AGENT, sets=("judge",)))
+    judge_window_size: int = field(default=DEFAULT_JUDGE_WINDOW_SIZE, metadata=spec(
+        "Messages τ²'s repetition judge looks at (tau2/ domains).", AGENT, min=1))
     num_trials: int = field(default=DEFAULT_NUM_TRIALS, metadata=spec(
         "Trials per task.", RUN, min=1, max=NUM_TRIALS_LIMIT))
     num_tasks: int | None = field(default=None, metadata=spec("First N tasks only.", RUN, min=1))

@@ -15,6 +15,8 @@ from tauproxy.data_model.task import Action, EnvAssertion, RewardType, Task
 class TerminationReason(StrEnum):
     USER_STOP = "user_stop"
     AGENT_STOP = "agent_stop"
+    # τ²-bench's repetition judge said the agent is stuck in a loop (tau2 run --judge-llm): a failure.
+    JUDGE_STOP = "judge_stop"
     MAX_STEPS = "max_steps"
     TOO_MANY_ERRORS = "too_many_errors"
     AGENT_ERROR = "agent_error"
@@ -105,6 +107,9 @@ class RunInfo(BaseModel):
     agent_info: ModelInfo
     user_info: ModelInfo
     judge_info: ModelInfo
+    # τ²-bench's repetition judge looks at this many messages (`tau2 run --judge-window-size`); None
+    # when no such judge runs (our own engine's judge grades NL assertions and has no window).
+    judge_window_size: int | None = None
     solo: bool = False
     cassette: str | None = None
     record_mode: str | None = None

@@ -17,6 +17,7 @@ from tauproxy.proxy.modes import RecordMode
 from tauproxy.runner.defaults import (
     DEFAULT_EXECUTOR,
     DEFAULT_JUDGE_LLM,
+    DEFAULT_JUDGE_WINDOW_SIZE,
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_INFRA_ERRORS,
     DEFAULT_NUM_TRIALS,
@@ -27,6 +28,7 @@ from tauproxy.runner.defaults import (
     NUM_TRIALS_LIMIT,
     PLANNED_TRIALS_LIMIT,
 )
+from tauproxy.tau2bench.settings import Tau2Settings
 from tauproxy.validation import first_problem
 
 # Where trials run: threads in this process, or Ray tasks (a local instance or a cluster).
@@ -104,6 +106,7 @@ class RunConfig(BaseModel):
     agent_impl: str | None = None
     user: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_USER_LLM))
     judge: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_JUDGE_LLM))
+    judge_window_size: int = Field(default=DEFAULT_JUDGE_WINDOW_SIZE, ge=1)  # τ²-bench domains only
     num_trials: int = Field(default=DEFAULT_NUM_TRIALS, ge=1, le=NUM_TRIALS_LIMIT)
     num_tasks: int | None = Field(default=None, ge=1)
     task_ids: list[str] | None = None
@@ -123,6 +126,14 @@ class RunConfig(BaseModel):
     # calls across the cluster, and the trials at once are the cluster's CPUs (see runner/ray_executor.py).
     executor: Executor = DEFAULT_EXECUTOR
     ray_address: str | None = None  # None: start a local Ray instance for the run
+
+    def tau2_settings(self) -> Tau2Settings:
+        """The `tau2 run` flags of a τ²-bench domain's run. Its judge is τ²'s repetition judge, off unless
+        --judge-llm names a model: the default judge is our scripted one, which cannot answer τ²."""
+        judge = None if self.judge.model == DEFAULT_JUDGE_LLM else self.judge
+        return Tau2Settings(domain=self.domain, agent=self.agent, user=self.user, judge=judge,
+                            judge_window_size=self.judge_window_size, max_steps=self.max_steps,
+                            max_errors=self.max_errors, solo=self.solo)
 
     @field_validator("save_to", "cassette")
     @classmethod

@@ -12,7 +12,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 
 from tauproxy import __version__
-from tauproxy.data_model.result import Results, RunInfo, SimulationRun
+from tauproxy.data_model.result import ModelInfo, Results, RunInfo, SimulationRun
 from tauproxy.data_model.task import Task
 from tauproxy.domain.pack import DomainPack, load_pack
 from tauproxy.engine.agent import load_agent_factory
@@ -22,6 +22,7 @@ from tauproxy.proxy.preflight import check_model
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.results.run_dir import RESULTS_FILE, SIMULATIONS_FILE, ResultsDir, utc_now
 from tauproxy.runner.config import RunConfig, check_trial_plan
+from tauproxy.runner.defaults import DEFAULT_JUDGE_WINDOW_SIZE
 from tauproxy.runner.executor import RunStop, run_pending
 from tauproxy.runner.executors import check_executor, open_executor
 from tauproxy.runner.prepared import PreparedRun, ProgressCallback
@@ -30,6 +31,7 @@ from tauproxy.runner.trial import TrialSpec
 from tauproxy.store.cassette import check_writable
 from tauproxy.store.format import CALLS_FILE
 from tauproxy.tau2bench.peer import is_tau2_domain
+from tauproxy.tau2bench.settings import NO_JUDGE
 
 
 def trial_seeds(run_seed: int, num_trials: int) -> list[int]:
@@ -60,7 +62,13 @@ def run_info(pack: DomainPack, config: RunConfig, seeds: list[int], pricing: Pri
 
         info = _run_info(pack, config, seeds, pricing)
         agent_info = info.agent_info.model_copy(update={"system_prompt_sha256": agent_prompt_sha256(config.domain)})
-        return info.model_copy(update={"engine": engine(), "agent_info": agent_info})
+        judge = config.tau2_settings().judge
+        return info.model_copy(update={
+            "engine": engine(),
+            "agent_info": agent_info,
+            "judge_info": judge.info() if judge is not None else ModelInfo(llm=NO_JUDGE),
+            "judge_window_size": config.judge_window_size if judge is not None else None,
+        })
     return _run_info(pack, config, seeds, pricing)
 
 
@@ -114,7 +122,11 @@ def check_models(config: RunConfig, tasks: list[Task]) -> None:
     if not config.solo:
         check_model("user", config.user.model, config.user.connection(), live)
     if is_tau2_domain(config.domain):
-        return  # `tau2 run` grades no NL assertion, so no judge is called
+        # `tau2 run` grades no NL assertion; its only judge is the repetition judge, when named.
+        judge = config.tau2_settings().judge
+        if judge is not None:
+            check_model("judge", judge.model, judge.connection(), live)
+        return
     if any(task.evaluation_criteria and task.evaluation_criteria.nl_assertions for task in tasks):
         check_model("judge", config.judge.model, config.judge.connection(), live)
 
@@ -144,12 +156,17 @@ def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
 def _load_domain(config: RunConfig) -> DomainPack:
     """Our pack, or a τ²-bench domain (`tau2/<name>[:<split>]`) loaded from the installed package."""
     if not is_tau2_domain(config.domain):
+        if config.judge_window_size != DEFAULT_JUDGE_WINDOW_SIZE:
+            raise ConfigError("--judge-window-size sets τ²-bench's repetition judge, for tau2/ domains; "
+                              f"{config.domain!r} is graded by tauproxy's NL-assertion judge, which has no window")
         return load_pack(config.domain, config.tasks_file)
     from tauproxy.tau2bench.plan import check_tau2_run, load_for_run
 
+    judge = config.tau2_settings().judge
     check_tau2_run(agent_model=config.agent.model, user_model=config.user.model, solo=config.solo,
                    custom_prompt=config.agent_prompt.custom is not None, agent_impl=config.agent_impl,
-                   tasks_file=config.tasks_file, executor=config.executor)
+                   tasks_file=config.tasks_file, executor=config.executor,
+                   judge_model=judge.model if judge is not None else None)
     return load_for_run(config.domain, config.solo)
 
 

@@ -43,8 +43,7 @@ def run_trial(
     if is_tau2_domain(pack.name):  # τ²-bench runs the trial itself (tauproxy/tau2bench/trial.py)
         from tauproxy.tau2bench.trial import run_tau2_trial
 
-        return run_tau2_trial(pack.name, spec.task.id, spec.trial, spec.seed, config.agent, config.user,
-                              config.max_steps, config.max_errors, transport, pricing, solo=config.solo)
+        return run_tau2_trial(config.tau2_settings(), spec.task.id, spec.trial, spec.seed, transport, pricing)
     started = time.perf_counter()
     client = ModelClient(transport, pricing, TrialScope(task_id=spec.task.id, trial=spec.trial))
     factory = load_agent_factory(config.agent_impl) if config.agent_impl else llm_agent

@@ -41,8 +41,11 @@ BRIDGE_KEY = "tauproxy-bridge"  # a placeholder the OpenAI client insists on; ne
 # `tau2 run` adds num_retries (its --max-retries, default 3) to both roles' llm args; τ²'s generate
 # also retries an empty answer that many times.
 TAU2_MAX_RETRIES = 3
-# `tau2 run`'s --agent-llm-args / --user-llm-args when the flag is not given.
+# `tau2 run`'s --agent-llm-args / --user-llm-args when the flag is not given; its --judge-llm-args
+# default is no args at all.
 TAU2_DEFAULT_LLM_ARGS: dict[str, Any] = {"temperature": 0.0}
+TAU2_DEFAULT_LLM_ARGS_BY_ROLE: dict[CallRole, dict[str, Any]] = {
+    "agent": TAU2_DEFAULT_LLM_ARGS, "user": TAU2_DEFAULT_LLM_ARGS, "judge": {}}
 OPENAI_PREFIX = "openai/"
 
 
@@ -55,9 +58,9 @@ def tau2_model_name(model: str) -> str:
     return model if model.startswith(OPENAI_PREFIX) else OPENAI_PREFIX + model
 
 
-def tau2_llm_args(config: LLMConfig) -> dict[str, Any]:
-    """The llm args a `tau2 run` with these args gives its agent or user, connection settings aside."""
-    params = config.params(seed=None) if config.args else dict(TAU2_DEFAULT_LLM_ARGS)
+def tau2_llm_args(config: LLMConfig, role: CallRole = "agent") -> dict[str, Any]:
+    """The llm args a `tau2 run` with these args gives this role, connection settings aside."""
+    params = config.params(seed=None) if config.args else dict(TAU2_DEFAULT_LLM_ARGS_BY_ROLE[role])
     return {**params, "num_retries": TAU2_MAX_RETRIES}
 
 
@@ -86,7 +89,7 @@ class TrialBridge:
         self._closers: list[Any] = []
 
     def llm_args(self, role: CallRole, config: LLMConfig) -> dict[str, Any]:
-        """`llm_args` for τ²'s agent or user: τ²'s own args plus a client that answers through us."""
+        """`llm_args` for τ²'s agent, user or judge: τ²'s own args plus a client that answers through us."""
         import httpx
 
         connection = config.connection()
@@ -106,7 +109,7 @@ class TrialBridge:
         http = httpx.Client(transport=httpx.MockTransport(handle))
         client = _client_class()(api_key=BRIDGE_KEY, base_url=BRIDGE_URL, max_retries=0, http_client=http)
         self._closers.append(client)
-        return {**tau2_llm_args(config), "client": client}
+        return {**tau2_llm_args(config, role), "client": client}
 
     def close(self) -> None:
         for client in self._closers:

@@ -39,6 +39,7 @@ def check_tau2_run(
     agent_impl: str | None,
     tasks_file: object | None,
     executor: str,
+    judge_model: str | None = None,
 ) -> None:
     """What a τ²-bench run cannot do, as one line each, before anything is loaded."""
     if agent_impl:
@@ -51,6 +52,7 @@ def check_tau2_run(
     if executor not in TAU2_EXECUTORS:
         raise ConfigError(f"tau2/ domains run on the {' or '.join(TAU2_EXECUTORS)} executor, not {executor!r}")
     roles = [("agent", agent_model)] + ([] if solo else [("user", user_model)])
+    roles += [("judge", judge_model)] if judge_model is not None else []
     for role, model in roles:
         if model.startswith(OWN_ENGINE_PREFIXES):
             raise ConfigError(

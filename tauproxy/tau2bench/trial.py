@@ -1,8 +1,10 @@
 """One trial of a τ²-bench task, run by τ²-bench itself: `tau2.run.run_task`, as `tau2 run` calls it.
 
 τ²'s orchestrator, agent (`llm_agent`), user simulator (`user_simulator`), environment and evaluator
-(`EvaluationType.ALL`, as `tau2 run` uses) run unchanged in this thread; only their model calls go
-through tauproxy (tauproxy/tau2bench/bridge.py). Its SimulationRun is read into ours with the reader
+(`EvaluationType.ALL`, as `tau2 run` uses), and its repetition judge when the run names one, run
+unchanged in this thread; only their model calls go through tauproxy (tauproxy/tau2bench/bridge.py).
+τ² swallows a failed judge call ("repetition checker failed"), but the bridge keeps the failure, so
+the trial still ends as an infrastructure error, never as a score. Its SimulationRun is read into ours with the reader
 `report` uses for τ²'s files, so reports, diff and check treat it like any trial; the calls, costs
 and duration are ours.
 
@@ -21,7 +23,6 @@ import time
 from tauproxy.data_model.call import CallRecord, role_cost
 from tauproxy.data_model.key import TrialScope
 from tauproxy.data_model.result import RewardInfo, SimulationRun, TerminationReason
-from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.errors import CassetteWriteError, InfrastructureError, ModelCallError, ReplayMissError
 from tauproxy.proxy.client import ModelClient
 from tauproxy.proxy.pricing import Pricing
@@ -30,42 +31,37 @@ from tauproxy.redact import redact_text
 from tauproxy.results.tau2_format import tau2_to_results
 from tauproxy.tau2bench.bridge import TrialBridge, tau2_model_name
 from tauproxy.tau2bench.domain import load_catalog
+from tauproxy.tau2bench.settings import Tau2Settings
 
 
 def run_tau2_trial(
-    domain: str,
-    task_id: str,
-    trial: int,
-    seed: int,
-    agent: LLMConfig,
-    user: LLMConfig,
-    max_steps: int,
-    max_errors: int,
-    transport: Transport,
-    pricing: Pricing,
-    solo: bool = False,
+    settings: Tau2Settings, task_id: str, trial: int, seed: int, transport: Transport, pricing: Pricing
 ) -> SimulationRun:
     from tau2.evaluator.evaluator import EvaluationType
     from tau2.run import run_task
 
     started = time.perf_counter()
-    catalog = load_catalog(domain)
+    catalog = load_catalog(settings.domain)
     task = catalog.task(task_id)
     client = ModelClient(transport, pricing, TrialScope(task_id=task_id, trial=trial))
     bridge = TrialBridge(client)
+    judge = settings.judge
     error: str | None = None
     try:
         simulation = run_task(
             domain=catalog.domain.domain,
             task=task,
-            agent="llm_agent_solo" if solo else "llm_agent",
-            user="dummy_user" if solo else "user_simulator",
-            llm_agent=tau2_model_name(agent.model),
-            llm_args_agent=bridge.llm_args("agent", agent),
-            llm_user=tau2_model_name(user.model),
-            llm_args_user=bridge.llm_args("user", user),
-            max_steps=max_steps,
-            max_errors=max_errors,
+            agent="llm_agent_solo" if settings.solo else "llm_agent",
+            user="dummy_user" if settings.solo else "user_simulator",
+            llm_agent=tau2_model_name(settings.agent.model),
+            llm_args_agent=bridge.llm_args("agent", settings.agent),
+            llm_user=tau2_model_name(settings.user.model),
+            llm_args_user=bridge.llm_args("user", settings.user),
+            judge_llm=tau2_model_name(judge.model) if judge is not None else None,
+            judge_llm_args=bridge.llm_args("judge", judge) if judge is not None else None,
+            judge_window_size=settings.judge_window_size,
+            max_steps=settings.max_steps,
+            max_errors=settings.max_errors,
             evaluation_type=EvaluationType.ALL,
             seed=seed,
         )
@@ -90,7 +86,7 @@ def run_tau2_trial(
         "tasks": [],
         "simulations": [simulation.model_dump(mode="json")],
     }
-    ours = tau2_to_results(document, source=domain).simulations[0]
+    ours = tau2_to_results(document, source=settings.domain).simulations[0]
     return ours.model_copy(
         update={
             "id": f"{task_id}:{trial}",

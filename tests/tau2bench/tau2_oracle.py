@@ -10,6 +10,7 @@ model could, from the request:
   scenario an earlier task has is played as that earlier one: a natural failure). It opens with a
   marker naming the task, performs a tool call on its device when the agent asks
   (`PERFORM name {json}`), says it is done after a tool result, and stops when the agent says it is.
+- a judge (model `judge-yes` or `judge-no`, for τ²'s repetition judge) answers "yes" or "no".
 - the agent (model `oracle`, `oracle-e<NN>` for an error rate of NN%, `silent`) reads the marker and
   takes one golden action per turn: its own as a tool call, the user's as a PERFORM request; then it
   says every communicate_info string. With an error rate, a trial (seeded by the request's seed)
@@ -70,7 +71,12 @@ class Tau2Oracle:
             self.requests += 1
         model = str(body["model"])
         messages = body["messages"]
-        message = self._user(messages) if model == "oracle-user" else self._agent(model, messages, body.get("seed"))
+        if model.startswith("judge-"):
+            message = _text(model.removeprefix("judge-"))
+        elif model == "oracle-user":
+            message = self._user(messages)
+        else:
+            message = self._agent(model, messages, body.get("seed"))
         prompt = 10 * len(messages)
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         return {

@@ -1,7 +1,8 @@
 """`tauproxy run --domain tau2/<d>` drives τ²-bench's own engine, and its requests are `tau2 run`'s.
 
 Both directions against the stub upstream (tests/stub_upstream.py, via litellm `openai/...` with an
-api_base), 2 tasks x 2 trials:
+api_base), 2 tasks x 2 trials; on mock with τ²'s repetition judge on (`--judge-llm`, a small window,
+so that it is asked), whose calls must be shared the same way:
 - a cassette recorded by an unchanged `tau2 run` through `tauproxy serve` replays strictly in
   `tauproxy run --domain tau2/<d> --record-mode replay`: no miss, the same reward, termination and
   conversation per (task, trial) as τ²'s own results file;
@@ -55,27 +56,39 @@ def our_outcome(run_dir: Path) -> Outcome:
                                          _said(s["messages"])) for s in data["simulations"]}
 
 
+def judge_flags(api_base: str) -> list[str]:
+    """The same flags for `tau2 run` and `tauproxy run`."""
+    return ["--judge-llm", "openai/stub-judge", "--judge-llm-args", json.dumps({"api_base": api_base}),
+            "--judge-window-size", "4"]
+
+
 def tauproxy_run(
-    domain: str, api_base: str, cassette: Path, mode: str, save_to: Path
+    domain: str, api_base: str, cassette: Path, mode: str, save_to: Path, judge: bool
 ) -> subprocess.CompletedProcess[str]:
     args = json.dumps({"api_base": api_base, "temperature": 0})
     return run_cli("run", "--domain", f"tau2/{domain}", "--agent-llm", "openai/stub-agent", "--user-llm",
                    "openai/stub-user", "--agent-llm-args", args, "--user-llm-args", args, "--num-trials", "2",
                    "--num-tasks", "2", "--cassette", str(cassette), "--record-mode", mode, "--save-to", str(save_to),
-                   env={"OPENAI_API_KEY": CLIENT_KEY})
+                   *(judge_flags(api_base) if judge else []), env={"OPENAI_API_KEY": CLIENT_KEY})
 
 
-def tau2_run(server: ServeProcess, domain: str, results_dir: Path, cwd: Path) -> Path:
+def tau2_run(server: ServeProcess, domain: str, results_dir: Path, cwd: Path, judge: bool) -> Path:
     name = f"tauproxy-tau2bench-{uuid.uuid4().hex[:10]}"
     args = json.dumps({"api_base": server.url, "temperature": 0})
     # --skip-failed-samples: mock's evaluator raises on a task the agent never created (a known peer bug).
     argv = [TAU2, "run", "--domain", domain, "--agent-llm", "openai/stub-agent", "--user-llm", "openai/stub-user",
             "--agent-llm-args", args, "--user-llm-args", args, "--num-trials", "2", "--num-tasks", "2",
-            "--max-concurrency", "1", "--save-to", name, "--results-dir", str(results_dir), "--skip-failed-samples"]
+            "--max-concurrency", "1", "--save-to", name, "--results-dir", str(results_dir), "--skip-failed-samples",
+            *(judge_flags(server.url) if judge else [])]
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": CLIENT_KEY}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return results_dir / f"{name}.json"
+
+
+def roles(run_dir: Path) -> set[str]:
+    data = json.loads((run_dir / "results.json").read_text())
+    return {call["role"] for sim in data["simulations"] for call in sim["calls"]}
 
 
 def sources(run_dir: Path) -> set[str]:
@@ -90,8 +103,8 @@ def tau2_data_files() -> set[Path]:
     return {p for p in data.rglob("*") if p.is_file()}
 
 
-@pytest.mark.parametrize("domain", ["mock", "airline"])
-def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("domain", "judge"), [("mock", True), ("airline", False)])
+def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, judge: bool, tmp_path: Path) -> None:
     from stub_upstream import StubUpstream
 
     before = tau2_data_files()
@@ -103,12 +116,12 @@ def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, tmp_path: Path) 
             server = start_serve("--cassette", str(tmp_path / "by-tau2"), "--record-mode", "auto",
                                  "--upstream-map", str(routes))
             try:
-                theirs_file = tau2_run(server, domain, tmp_path / "tau2", tmp_path)
+                theirs_file = tau2_run(server, domain, tmp_path / "tau2", tmp_path, judge)
             finally:
                 assert server.stop() == 0, server.stdout_text()
             tau2_calls = stub.request_count
             # 2. tauproxy run records against the same stub.
-            tauproxy_run(domain, stub.url, tmp_path / "by-tauproxy", "auto", tmp_path / "ours-live")
+            tauproxy_run(domain, stub.url, tmp_path / "by-tauproxy", "auto", tmp_path / "ours-live", judge)
             our_calls = stub.request_count - tau2_calls
         finally:
             stub.stop()
@@ -117,8 +130,9 @@ def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, tmp_path: Path) 
         theirs = tau2_outcome(theirs_file)
         assert len(theirs) == 4
         replayed = tmp_path / "ours-replay-of-tau2"
-        tauproxy_run(domain, UNREACHABLE, tmp_path / "by-tau2", "replay", replayed)  # a miss would exit 2
+        tauproxy_run(domain, UNREACHABLE, tmp_path / "by-tau2", "replay", replayed, judge)  # a miss: exit 2
         assert sources(replayed) == {"replay"}
+        assert roles(replayed) == ({"agent", "user", "judge"} if judge else {"agent", "user"})
         assert our_outcome(replayed) == theirs  # reward, termination, seed and conversation per (task, trial)
         info = json.loads((replayed / "results.json").read_text())["info"]
         first = next(iter(theirs))[0]
@@ -131,7 +145,7 @@ def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, tmp_path: Path) 
         server = start_serve("--cassette", str(tmp_path / "by-tauproxy"), "--record-mode", "replay",
                              "--upstream-map", str(dead))
         try:
-            again_file = tau2_run(server, domain, tmp_path / "tau2", tmp_path)
+            again_file = tau2_run(server, domain, tmp_path / "tau2", tmp_path, judge)
             import httpx
 
             stats = httpx.get(server.root + "/stats").json()
@@ -141,7 +155,7 @@ def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, tmp_path: Path) 
         assert tau2_outcome(again_file) == theirs
 
         strict = tmp_path / "ours-replay"
-        tauproxy_run(domain, UNREACHABLE, tmp_path / "by-tauproxy", "replay", strict)
+        tauproxy_run(domain, UNREACHABLE, tmp_path / "by-tauproxy", "replay", strict, judge)
         assert sources(strict) == {"replay"}
         live, again = load_stripped(tmp_path / "ours-live" / "results.json"), load_stripped(strict / "results.json")
         for run in (live, again):
