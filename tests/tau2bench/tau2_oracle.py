@@ -10,7 +10,8 @@ model could, from the request:
   scenario an earlier task has is played as that earlier one: a natural failure). It opens with a
   marker naming the task, performs a tool call on its device when the agent asks
   (`PERFORM name {json}`), says it is done after a tool result, and stops when the agent says it is.
-- a judge (model `judge-yes` or `judge-no`, for τ²'s repetition judge) answers "yes" or "no".
+- a judge (model `judge-yes` or `judge-no`, for τ²'s repetition judge) answers "yes" or "no";
+  `judge-broken` fails with HTTP 500.
 - the agent (model `oracle`, `oracle-e<NN>` for an error rate of NN%, `silent`) reads the marker and
   takes one golden action per turn: its own as a tool call, the user's as a PERFORM request; then it
   says every communicate_info string. With an error rate, a trial (seeded by the request's seed)
@@ -145,8 +146,10 @@ def _handler(oracle: Tau2Oracle) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-            payload = json.dumps(oracle.answer(body)).encode()
-            self.send_response(200)
+            broken = body.get("model") == "judge-broken"  # a provider failing the judge's calls
+            answer = {"error": {"message": "judge backend down", "type": "server_error"}} if broken else None
+            payload = json.dumps(answer or oracle.answer(body)).encode()
+            self.send_response(500 if broken else 200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,18 @@ pytestmark = [
 
 UNREACHABLE = "http://127.0.0.1:9/v1"
 WINDOW = 3
+# What importing τ²'s llm_utils sets on litellm for the whole process; put back for the tests after us.
+LITELLM_GLOBALS = ("drop_params", "suppress_debug_info", "success_callback", "failure_callback", "cache")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _litellm_as_it_was() -> Iterator[None]:
+    import litellm
+
+    saved = {name: getattr(litellm, name) for name in LITELLM_GLOBALS}
+    yield
+    for name, value in saved.items():
+        setattr(litellm, name, value)
 
 
 def config(tmp_path: Path, api_base: str, mode: RecordMode, name: str, judge: str | None) -> RunConfig:
@@ -94,6 +107,21 @@ def test_a_judge_that_says_yes_stops_every_trial_it_sees(tmp_path: Path) -> None
         assert sim.reward_info is not None and sim.reward_info.reward == 0.0
         assert sim.calls[-1].role == "judge"  # the trial ended on the judge's "yes"
     assert without_calls(replayed) == without_calls(live)
+
+
+def test_a_failing_judge_is_an_infrastructure_error_not_a_score(tmp_path: Path) -> None:
+    # τ² itself swallows the judge's exception and carries on; tauproxy must not score that trial.
+    oracle = Tau2Oracle("tau2/mock").start()
+    try:
+        outcome = execute(config(tmp_path, oracle.url, RecordMode.RECORD, "live", "judge-broken"))
+    finally:
+        oracle.stop()
+    # Every trial reaches the judge's window (the "no" judge above is asked in each), so none is scored.
+    assert len(outcome.results.simulations) == 3
+    for sim in outcome.results.simulations:
+        assert sim.termination_reason == TerminationReason.INFRASTRUCTURE_ERROR, sim.task_id
+        assert sim.reward_info is None
+        assert "judge backend down" in (sim.error or "")
 
 
 def test_without_a_judge_model_no_judge_runs(tmp_path: Path) -> None:
