@@ -11,7 +11,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
+from rich.table import Column
 
 from tauproxy.data_model.result import SimulationRun, TerminationReason
 from tauproxy.reports.costs import cost_summary
@@ -146,25 +148,45 @@ def _execute(prepared: PreparedRun, json_output: bool) -> RunOutcome:
     for spec in prepared.specs:
         if spec.run_id in prepared.finished:
             state.resume(prepared.finished[spec.run_id])
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[line]}"),
-        console=err_console,
-        transient=json_output,
-        # Off the terminal (CI logs, pipes, tests) a bar is noise: stdout and stderr stay the report.
-        disable=not err_console.is_terminal,
-    )
+    label = prepared.config.domain
+    progress, bar_column = progress_bar(err_console, label, transient=json_output)
     with progress:
-        bar = progress.add_task(prepared.config.domain, total=state.total, completed=state.done,
-                                line=progress_line(state, time.monotonic()))
+        line = progress_line(state, time.monotonic())
+        fit_bar(bar_column, err_console.width, label, line)
+        bar = progress.add_task(label, total=state.total, completed=state.done, line=line)
 
         def advance(run: SimulationRun, done: int, total: int) -> None:
             state.finish(run)
             state.done, state.total = done, total  # the runner's count is the truth
-            progress.update(bar, completed=done, total=total, line=progress_line(state, time.monotonic()))
+            line = progress_line(state, time.monotonic())
+            fit_bar(bar_column, err_console.width, label, line)
+            progress.update(bar, completed=done, total=total, line=line)
 
         return execute_prepared(prepared, progress=advance)
+
+
+BAR_WIDTH = 40
+
+
+def progress_bar(console: Console, label: str, transient: bool) -> tuple[Progress, BarColumn]:
+    """The bar: the domain, the bar itself, and the line of numbers. The domain is never cut, and a line
+    too long for the terminal folds instead of ending in "…": the numbers are what a user reads."""
+    bar_column = BarColumn(bar_width=BAR_WIDTH)
+    progress = Progress(
+        TextColumn("[bold]{task.description}", table_column=Column(no_wrap=True, min_width=len(label))),
+        bar_column,
+        TextColumn("{task.fields[line]}", table_column=Column(no_wrap=False)),
+        console=console,
+        transient=transient,
+        # Off the terminal (CI logs, pipes, tests) a bar is noise: stdout and stderr stay the report.
+        disable=not console.is_terminal,
+    )
+    return progress, bar_column
+
+
+def fit_bar(bar_column: BarColumn, width: int, label: str, line: str) -> None:
+    """Give the bar what the domain and the line leave of the terminal (it shrinks first, they never do)."""
+    bar_column.bar_width = max(0, min(BAR_WIDTH, width - len(label) - len(line) - 3))
 
 
 IN_PROCESS = ("scripted/", "local/")  # models that need no provider, hence no litellm

@@ -131,3 +131,27 @@ def test_the_bar_shows_on_a_terminal(tmp_path: Path) -> None:
     assert "20/20" in text and "pass^1 1.000" in text, text[-3000:]
     assert re.search(r"spent \$\d+\.\d{4} of \$50\.0000", text), text[-3000:]
     assert "calls " in text and " live / " in text
+
+
+@pytest.mark.parametrize("width", [200, 100, 80, 60])
+def test_a_narrow_terminal_cuts_neither_the_domain_nor_the_numbers(width: int) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from tauproxy_cli.run_view import fit_bar, progress_bar
+
+    state = ProgressState(total=40, started=0.0, budget=1.0)
+    for index in range(20):
+        state.finish(trial(f"t{index}", 0, 1.0, [call("live", 0.01)]))
+    line = progress_line(state, now=20.0)
+    out = StringIO()
+    console = Console(file=out, width=width, force_terminal=True, color_system=None)
+    progress, bar_column = progress_bar(console, "tau2/airline", transient=False)
+    fit_bar(bar_column, width, "tau2/airline", line)
+    progress.add_task("tau2/airline", total=40, completed=20, line=line)
+    console.print(progress.make_tasks_table(progress.tasks))
+    drawn = out.getvalue()
+    assert "…" not in drawn and "tau2/airline" in drawn
+    assert " ".join(drawn.split()).replace("━", "").replace("╸", "").split()[1:] == line.split(), drawn
+    assert all(len(row) <= width for row in drawn.splitlines())
