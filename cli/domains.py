@@ -93,25 +93,44 @@ def check_command(
     tasks_file: Annotated[str | None, typer.Option(help="Check this tasks.json instead of the pack's.")] = None,
     json_output: Annotated[bool, flag("--json")] = False,
 ) -> None:
-    """Oracle passes 100%, a do-nothing agent at most 10%, golden actions obey the policy."""
+    """Oracle passes 100%, a do-nothing agent at most 10%, golden actions obey the policy.
+
+    On a τ²-bench domain (tau2/<name>) the oracle plays τ²'s tasks through τ²'s own engine and grader;
+    there the do-nothing rate is shown but not held to 10%, as τ²'s tasks are not ours to change."""
     from pathlib import Path
 
     from tauproxy.domain.pack import available_domains
-    from tauproxy.workflows.domain_check import MAX_SILENT_PASS_RATE, check_domain
+    from tauproxy.errors import ConfigError
+    from tauproxy.tau2bench.peer import is_tau2_domain
+    from tauproxy.workflows.domain_check import MAX_SILENT_PASS_RATE, DomainCheck, check_domain
     from tauproxy_cli.output import out_console, print_json
 
-    checks = [check_domain(name, Path(tasks_file) if tasks_file else None) for name in names or available_domains()]
+    def check(name: str) -> DomainCheck:
+        if not is_tau2_domain(name):
+            return check_domain(name, Path(tasks_file) if tasks_file else None)
+        if tasks_file:
+            raise ConfigError("--tasks-file is for tauproxy's packs; a tau2/ domain's tasks come from the package")
+        from tauproxy.workflows.tau2_domain_check import check_tau2_domain
+
+        return check_tau2_domain(name)
+
+    checks = [check(name) for name in names or available_domains()]
     if json_output:
         print_json([c.model_dump() for c in checks])
     else:
         for c in checks:
             verdict = "[green]ok[/]" if c.ok else "[red]FAILED[/]"
+            theirs = is_tau2_domain(c.domain)
+            limit = "shown only" if theirs else f"max {MAX_SILENT_PASS_RATE:.0%}"
+            playable = f" of {c.tasks - len(c.unplayable)} playable" if c.unplayable else ""
+            checked = "golden actions raising (shown only)" if theirs else "policy violations"
             out_console.print(
-                f"{c.domain:<10} {c.tasks:>4} tasks  oracle {c.oracle_pass_rate:6.1%} (needs 100%)  "
-                f"do-nothing {c.silent_pass_rate:6.1%} (max {MAX_SILENT_PASS_RATE:.0%})  "
-                f"policy violations {len(c.policy_violations)}  {verdict}"
+                f"{c.domain:<10} {c.tasks:>4} tasks  oracle {c.oracle_pass_rate:6.1%}{playable} (needs 100%)  "
+                f"do-nothing {c.silent_pass_rate:6.1%} ({limit})  {checked} {len(c.policy_violations)}  {verdict}"
             )
-            for line in [*c.oracle_failures[:5], *c.silent_passes[:5], *c.policy_violations[:5]]:
+            # On a τ² domain what is shown only stays in --json: the lines are for what failed the check.
+            shown = [] if theirs else [*c.silent_passes[:5], *c.policy_violations[:5]]
+            for line in [*c.oracle_failures[:5], *shown, *c.unplayable[:5]]:
                 out_console.print(f"    {line}")
     if not all(c.ok for c in checks):
         raise typer.Exit(1)

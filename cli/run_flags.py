@@ -83,6 +83,8 @@ class RunFlags:
         "Judge model args as JSON.", AGENT, sets=("judge",)))
     judge_window_size: int = field(default=DEFAULT_JUDGE_WINDOW_SIZE, metadata=spec(
         "Messages τ²'s repetition judge looks at (tau2/ domains).", AGENT, min=1))
+    judge_system_prompt: str | None = field(default=None, metadata=spec(
+        "System prompt of τ²'s repetition judge (tau2/ domains).", AGENT))
     num_trials: int = field(default=DEFAULT_NUM_TRIALS, metadata=spec(
         "Trials per task.", RUN, min=1, max=NUM_TRIALS_LIMIT))
     num_tasks: int | None = field(default=None, metadata=spec("First N tasks only.", RUN, min=1))

@@ -107,6 +107,7 @@ class RunConfig(BaseModel):
     user: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_USER_LLM))
     judge: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_JUDGE_LLM))
     judge_window_size: int = Field(default=DEFAULT_JUDGE_WINDOW_SIZE, ge=1)  # τ²-bench domains only
+    judge_system_prompt: str | None = None  # τ²-bench domains only: `tau2 run --judge-system-prompt`
     num_trials: int = Field(default=DEFAULT_NUM_TRIALS, ge=1, le=NUM_TRIALS_LIMIT)
     num_tasks: int | None = Field(default=None, ge=1)
     task_ids: list[str] | None = None
@@ -132,7 +133,8 @@ class RunConfig(BaseModel):
         --judge-llm names a model: the default judge is our scripted one, which cannot answer τ²."""
         judge = None if self.judge.model == DEFAULT_JUDGE_LLM else self.judge
         return Tau2Settings(domain=self.domain, agent=self.agent, user=self.user, judge=judge,
-                            judge_window_size=self.judge_window_size, max_steps=self.max_steps,
+                            judge_window_size=self.judge_window_size,
+                            judge_system_prompt=self.judge_system_prompt, max_steps=self.max_steps,
                             max_errors=self.max_errors, solo=self.solo)
 
     @field_validator("save_to", "cassette")

@@ -7,6 +7,7 @@ executor the config names (runner/executors.py) through the loop every executor 
 
 from __future__ import annotations
 
+import hashlib
 import random
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -66,10 +67,15 @@ def run_info(pack: DomainPack, config: RunConfig, seeds: list[int], pricing: Pri
         return info.model_copy(update={
             "engine": engine(),
             "agent_info": agent_info,
-            "judge_info": judge.info() if judge is not None else ModelInfo(llm=NO_JUDGE),
+            "judge_info": judge.info(_sha256(config.judge_system_prompt)) if judge is not None
+            else ModelInfo(llm=NO_JUDGE),
             "judge_window_size": config.judge_window_size if judge is not None else None,
         })
     return _run_info(pack, config, seeds, pricing)
+
+
+def _sha256(text: str | None) -> str | None:
+    return hashlib.sha256(text.encode()).hexdigest() if text is not None else None
 
 
 def _run_info(pack: DomainPack, config: RunConfig, seeds: list[int], pricing: Pricing) -> RunInfo:
@@ -156,9 +162,10 @@ def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
 def _load_domain(config: RunConfig) -> DomainPack:
     """Our pack, or a τ²-bench domain (`tau2/<name>[:<split>]`) loaded from the installed package."""
     if not is_tau2_domain(config.domain):
-        if config.judge_window_size != DEFAULT_JUDGE_WINDOW_SIZE:
-            raise ConfigError("--judge-window-size sets τ²-bench's repetition judge, for tau2/ domains; "
-                              f"{config.domain!r} is graded by tauproxy's NL-assertion judge, which has no window")
+        if config.judge_window_size != DEFAULT_JUDGE_WINDOW_SIZE or config.judge_system_prompt is not None:
+            flag = "--judge-window-size" if config.judge_system_prompt is None else "--judge-system-prompt"
+            raise ConfigError(f"{flag} sets τ²-bench's repetition judge, for tau2/ domains; {config.domain!r} "
+                              "is graded by tauproxy's NL-assertion judge")
         return load_pack(config.domain, config.tasks_file)
     from tauproxy.tau2bench.plan import check_tau2_run, load_for_run
 

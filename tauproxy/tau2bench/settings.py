@@ -26,6 +26,7 @@ class Tau2Settings(BaseModel):
     # in a loop, and "yes" ends the trial (JUDGE_STOP). None: off, as `tau2 run` without the flag.
     judge: LLMConfig | None = None
     judge_window_size: int = Field(default=TAU2_JUDGE_WINDOW_SIZE, ge=1)
+    judge_system_prompt: str | None = None  # τ²'s default: the judge's request has no system message
     max_steps: int
     max_errors: int
     solo: bool = False

@@ -60,6 +60,7 @@ def run_tau2_trial(
             judge_llm=tau2_model_name(judge.model) if judge is not None else None,
             judge_llm_args=bridge.llm_args("judge", judge) if judge is not None else None,
             judge_window_size=settings.judge_window_size,
+            judge_system_prompt=settings.judge_system_prompt,
             max_steps=settings.max_steps,
             max_errors=settings.max_errors,
             evaluation_type=EvaluationType.ALL,

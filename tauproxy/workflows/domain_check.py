@@ -35,6 +35,9 @@ class DomainCheck(BaseModel):
     silent_passes: list[str]
     policy_violations: list[str]
     ok: bool
+    # Tasks the oracle cannot play: no golden actions, yet graded on the state (τ² tasks checked by
+    # env assertions alone). Left out of the oracle's rate, and listed.
+    unplayable: list[str] = []
 
 
 def golden_action_problems(pack: DomainPack) -> list[str]:

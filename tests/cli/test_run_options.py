@@ -82,6 +82,7 @@ def sample_changes(tmp_path: Path) -> dict[str, dict[str, Any]]:
         "judge_llm": {"judge_llm": "scripted/other-judge"},
         "judge_llm_args": {"judge_llm_args": '{"seed": 1}'},
         "judge_window_size": {"judge_window_size": 8},
+        "judge_system_prompt": {"judge_system_prompt": "Be strict."},
         "num_trials": {"num_trials": 3},
         "num_tasks": {"num_tasks": 2},
         "task_ids": {"task_ids": ["a,b"]},

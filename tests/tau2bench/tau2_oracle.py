@@ -16,6 +16,8 @@ model could, from the request:
   takes one golden action per turn: its own as a tool call, the user's as a PERFORM request; then it
   says every communicate_info string. With an error rate, a trial (seeded by the request's seed)
   drops its last golden action or the information; `silent` does nothing.
+Both play through tauproxy's own player of τ² tasks (tauproxy/tau2bench/oracle.py, which
+`domains check tau2/<name>` runs in-process); what this adds is finding the task from the request.
 
 Every answer is a pure function of the request body, so replays are byte-identical. The τ² tasks are
 read from the installed package at test time, never copied.
@@ -32,11 +34,10 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tauproxy.tau2bench.oracle import DONE, Tau2Player, completion_body
+
 MARKER = re.compile(r"<<task:(.*?)>>")
-PERFORM = re.compile(r"PERFORM (\w+) (\{.*\})", re.DOTALL)
 SCENARIO = re.compile(r"<scenario>\n(.*)\n</scenario>", re.DOTALL)
-DONE = "That is everything. ALL DONE"
-USER_STOP = "Thank you, goodbye. ###STOP###"
 
 
 class Tau2Oracle:
@@ -78,65 +79,33 @@ class Tau2Oracle:
             message = self._user(messages)
         else:
             message = self._agent(model, messages, body.get("seed"))
-        prompt = 10 * len(messages)
-        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-        return {
-            "id": f"chatcmpl-{digest[:24]}", "object": "chat.completion", "created": 1_700_000_000, "model": model,
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7},
-        }
+        return completion_body(model, body, message)
 
-    # -- the user: roles are flipped (the agent's messages arrive as "user", its own as "assistant")
+    # -- the user: it finds its task by its scenario and names it in a marker for the agent
 
     def _user(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         found = SCENARIO.search(str(messages[0].get("content") or ""))
         task_id = self.by_scenario.get(found.group(1) if found else "", "unknown")
-        last = messages[-1]
-        if not any(m["role"] == "assistant" for m in messages):
+        task = self.tasks.get(task_id)
+        if task is None:
             return _text(f"Hello, I need some help. <<task:{task_id}>>")
-        if last["role"] == "tool":
-            return _text("I did it on my phone. Done.")
-        said = str(last.get("content") or "")
-        if DONE in said:
-            return _text(USER_STOP)
-        asked = PERFORM.search(said)
-        if asked:
-            return _tool_call(f"user-{len(messages)}", asked.group(1), json.loads(asked.group(2)))
-        return _text("Okay.")
+        return Tau2Player(task, opening=f"Hello, I need some help. <<task:{task_id}>>").user(messages)
 
-    # -- the agent
+    # -- the agent: it reads the marker; with an error rate a trial (seeded by the request) slips
 
     def _agent(self, model: str, messages: list[dict[str, Any]], seed: Any) -> dict[str, Any]:
         task_id = next((m.group(1) for msg in messages if msg["role"] == "user"
                         for m in [MARKER.search(str(msg.get("content") or ""))] if m), None)
         task = self.tasks.get(task_id) if task_id is not None else None
-        criteria = task.evaluation_criteria if task is not None else None
-        actions = list(criteria.actions or []) if criteria is not None and model != "silent" else []
-        info = list(criteria.communicate_info or []) if criteria is not None and model != "silent" else []
+        if task is None:
+            return _text(DONE)
         rate = int(model.removeprefix("oracle-e")) / 100 if model.startswith("oracle-e") else 0.0
         draw = int(hashlib.sha256(f"{task_id}:{seed}".encode()).hexdigest()[:12], 16)
-        if draw % 1000 < rate * 1000:  # this trial slips: the last golden action (mostly the write), or
-            if actions:                  # the information, is lost
-                del actions[-1]
-            else:
-                info = []
-        step = sum(1 for m in messages if m["role"] == "assistant") - 1  # the first is τ²'s fixed greeting
-        if 0 <= step < len(actions):
-            action = actions[step]
-            if action.requestor == "user":
-                return _text(f"Please do this on your phone: PERFORM {action.name} {json.dumps(action.arguments)}")
-            return _tool_call(f"agent-{len(messages)}", action.name, action.arguments)
-        return _text(" ".join([*info, DONE]))
+        return Tau2Player(task, silent=model == "silent", drop_last=draw % 1000 < rate * 1000).agent(messages)
 
 
 def _text(content: str) -> dict[str, Any]:
     return {"role": "assistant", "content": content}
-
-
-def _tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
 
 
 def _handler(oracle: Tau2Oracle) -> type[BaseHTTPRequestHandler]:

@@ -98,6 +98,24 @@ def test_a_judge_that_says_no_is_recorded_priced_and_replayed(tmp_path: Path) ->
     assert without_calls(replayed) == without_calls(live)
 
 
+def test_the_judges_system_prompt_is_sent_and_named_in_run_info(tmp_path: Path) -> None:
+    import hashlib
+
+    from tauproxy.store.cassette import Cassette
+
+    oracle = Tau2Oracle("tau2/mock").start()
+    try:
+        prompt = "You judge loops. Answer yes or no."
+        live = execute(config(tmp_path, oracle.url, RecordMode.RECORD, "live", "judge-no").model_copy(
+            update={"judge_system_prompt": prompt})).results
+    finally:
+        oracle.stop()
+    assert live.info.judge_info.system_prompt_sha256 == hashlib.sha256(prompt.encode()).hexdigest()
+    cassette = Cassette.open(tmp_path / "cassette", create=False)
+    judged = [cassette.request_of(e) for e in cassette.entries() if e.role == "judge"]
+    assert judged and all(r["messages"][0] == {"role": "system", "content": prompt} for r in judged)
+
+
 def test_a_judge_that_says_yes_stops_every_trial_it_sees(tmp_path: Path) -> None:
     live, replayed, _ = run(tmp_path, "judge-yes")
     judged = [s for s in live.simulations if any(c.role == "judge" for c in s.calls)]
@@ -134,6 +152,9 @@ def test_without_a_judge_model_no_judge_runs(tmp_path: Path) -> None:
 def test_judge_window_is_for_tau2_domains_and_scripted_judges_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--judge-window-size"):
         execute(RunConfig(domain="mock", agent=LLMConfig(model="scripted/oracle"), judge_window_size=5,
+                          save_to=tmp_path / "own"))
+    with pytest.raises(ConfigError, match="--judge-system-prompt"):
+        execute(RunConfig(domain="mock", agent=LLMConfig(model="scripted/oracle"), judge_system_prompt="x",
                           save_to=tmp_path / "own"))
     scripted = config(tmp_path, UNREACHABLE, RecordMode.REPLAY, "x", None).model_copy(
         update={"judge": LLMConfig(model="scripted/judge-mine")})
