@@ -167,8 +167,10 @@ def _load_domain(config: RunConfig) -> DomainPack:
             raise ConfigError(f"{flag} sets τ²-bench's repetition judge, for tau2/ domains; {config.domain!r} "
                               "is graded by tauproxy's NL-assertion judge")
         return load_pack(config.domain, config.tasks_file)
+    from tauproxy.tau2bench.peer import parse_domain
     from tauproxy.tau2bench.plan import check_tau2_run, load_for_run
 
+    parse_domain(config.domain)  # a misspelt domain is named first, before what its models cannot do
     judge = config.tau2_settings().judge
     check_tau2_run(agent_model=config.agent.model, user_model=config.user.model, solo=config.solo,
                    custom_prompt=config.agent_prompt.custom is not None, agent_impl=config.agent_impl,

@@ -79,3 +79,13 @@ def test_llm_args_as_tau2_run_gives_them() -> None:
     assert tau2_llm_args(LLMConfig(model="m", args={"api_base": "http://x/v1"})) == {"num_retries": 3}
     assert tau2_model_name("openai/gpt-4.1") == "openai/gpt-4.1"
     assert tau2_model_name("anthropic/claude") == "openai/anthropic/claude"
+
+
+def test_a_misspelt_domain_is_named_before_what_its_models_cannot_do() -> None:
+    from tauproxy.engine.llm_config import LLMConfig
+    from tauproxy.runner.config import RunConfig
+    from tauproxy.runner.run import prepare
+
+    # The default user model (scripted) cannot play a τ² domain either; the domain comes first.
+    with pytest.raises(ConfigError, match="unknown τ²-bench domain 'airlines'"):
+        prepare(RunConfig(domain="tau2/airlines", agent=LLMConfig(model="openai/gpt-4.1")), preflight=False)
