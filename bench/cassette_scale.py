@@ -6,7 +6,7 @@
 1. Records a 240-trial run (airline, all 60 tasks x 4 trials, agent scripted/oracle, user
    scripted/user, thread executor) with `tauproxy run --record-mode record` into cassette OWN.
 2. Builds cassette BIG: --calls (default 1,000,000) synthetic calls written directly in the cassette
-   format (v3 lines: short conversations of 1 to 6 calls over 40 system prompts, each call a valid
+   format (v4 lines: short conversations of 1 to 6 calls over 40 system prompts, each call a valid
    request whose key is key.request_key's, so `cassette verify` passes), then OWN's lines appended.
    Generating them is not timed as a cassette operation.
 3. Index build: `Cassette.open(BIG)` in a child process (wall, CPU, peak RSS) and the index's size.
@@ -46,9 +46,12 @@ def run_cmd(cassette: Path, save_to: Path, mode: str, trials: int) -> list[str]:
 
 
 def synthetic_lines(calls: int, seed: int = 7) -> Iterator[str]:
-    """v3 lines of `calls` synthetic calls (short conversations), as the writer would append them."""
+    """Lines of `calls` synthetic calls (short conversations) in the current entry format, as the
+    writer would append them."""
+    from tauproxy.data_model.call import Usage
     from tauproxy.data_model.key import canonical_json, message_hash, request_key, sample_key
-    from tauproxy.store.format import encode_blob_text, encode_msg_text, encode_node, node_hash, short_ref
+    from tauproxy.store.entry import CassetteEntry, StoredRequest, StoredResponse
+    from tauproxy.store.format import encode_blob_text, encode_call, encode_msg_text, encode_node, node_hash, short_ref
 
     out: list[str] = []  # flushed to the caller every conversation
     tools_hash = hashlib.sha256(canonical_json(TOOLS).encode()).hexdigest()
@@ -59,7 +62,7 @@ def synthetic_lines(calls: int, seed: int = 7) -> Iterator[str]:
         digest = short_ref(message_hash(system))
         out.append(encode_msg_text(digest, canonical_json(system)))
         node = short_ref(node_hash(None, digest))
-        out.append(encode_node(node, None, digest))
+        out.append(encode_node(None, digest))
         systems.append((system, digest, node))
     written, conversation = 0, 0
     while written < calls:
@@ -76,27 +79,23 @@ def synthetic_lines(calls: int, seed: int = 7) -> Iterator[str]:
             out.append(encode_msg_text(answer_ref, canonical_json(answer)))
             messages.append(question)
             node = short_ref(node_hash(parent, question_ref))
-            out.append(encode_node(node, parent, question_ref))
+            out.append(encode_node(parent, question_ref))
             wire = {"model": "openai/synthetic", "messages": messages, "tools": TOOLS, "tool_choice": "auto",
                     "seed": conversation}
             key = request_key(wire)
             task = f"synthetic_{conversation}"
-            assert sample_key(key, conversation, task, 0, 0)  # derived on read (v3 stores no sample key)
-            out.append(canonical_json({
-                "t": "call", "v": 3, "key": key, "task_id": task, "trial": 0, "occurrence": 0,
-                "seed": conversation, "role": "agent", "call_index": turn,
-                "request": {"model": "openai/synthetic", "chain": node, "tools": short_ref(tools_hash),
-                            "tool_choice": "auto", "params": {"seed": conversation}},
-                "response": {"message": answer_ref, "finish_reason": "stop", "response_id": None,
-                             "response_model": None, "created": None},
-                "usage": {"prompt_tokens": 40 + 20 * turn, "completion_tokens": 18, "cached_tokens": 0,
-                          "reasoning_tokens": 0, "total_tokens": 58 + 20 * turn},
-                "cost_usd": None, "price_source": None, "latency_s": 0.5,
-                "recorded_at": "2026-12-01T00:00:00.000Z",
-            }) + "\n")
+            out.append(encode_call(CassetteEntry(  # the key is derived on read: written as the writer does
+                key=key, sample_key=sample_key(key, conversation, task, 0, 0), task_id=task, trial=0,
+                occurrence=0, seed=conversation, role="agent", call_index=turn,
+                request=StoredRequest(model="openai/synthetic", chain=node, tools=short_ref(tools_hash),
+                                      tool_choice="auto", params={"seed": conversation}),
+                response=StoredResponse(message=answer_ref, finish_reason="stop"),
+                usage=Usage(prompt_tokens=40 + 20 * turn, completion_tokens=18, total_tokens=58 + 20 * turn),
+                latency_s=0.5, recorded_at="2026-12-01T00:00:00Z",
+            )))
             messages.append(answer)
             answer_node = short_ref(node_hash(node, answer_ref))
-            out.append(encode_node(answer_node, node, answer_ref))
+            out.append(encode_node(node, answer_ref))
             parent = answer_node
             written += 1
         conversation += 1

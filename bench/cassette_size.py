@@ -14,8 +14,10 @@ so that every call tauproxy records is an HTTP call vcrpy can record too: same c
    .use_cassette(path)`; `--client httpx` posts the body straight with httpx instead.
 3. Compares file sizes, and gzip -6 sizes (git stores objects zlib-compressed, so this is what a
    repository carries).
-4. For reference, the same calls in the previous format (v2: 64-hex references and a stored sample
-   key), made by rewriting our v3 file line by line.
+4. For reference, the same calls in the previous formats, made by rewriting our v4 file line by line:
+   v3 (the key and every null and zero field on the call line, `h` on node lines) and v2 (also 64-hex
+   references and a stored sample key). Both keep v4's recording times (to the second) and latencies
+   (to the millisecond): v3 as written had milliseconds and microseconds, a few more bytes.
 Sizes are deterministic up to timestamps, so one recording per workload is measured.
 Prints the raw numbers, then RATIO lines: tauproxy bytes / vcrpy bytes over both workloads, raw and
 under gzip (per workload too).
@@ -88,14 +90,35 @@ def gz(path: Path) -> int:
     return len(gzip.compress(path.read_bytes(), compresslevel=6))
 
 
-def as_v2(path: Path) -> bytes:
-    """Our v3 cassette in the v2 layout (full references, stored sample key), for comparison."""
+def as_v3(cassette: Path) -> bytes:
+    """Our v4 cassette in the v3 layout (call lines with their key and every field; nodes with `h`)."""
+    from tauproxy.data_model.key import canonical_json
+    from tauproxy.store.cassette import Cassette
+    from tauproxy.store.format import encode_call, node_hash, short_ref
+
+    entries = dict(Cassette.open(cassette, create=False).history())  # line number -> entry, key derived
+    out = []
+    for number, raw in enumerate((cassette / "calls.jsonl").read_bytes().split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        line = json.loads(raw)
+        if line["t"] == "call":
+            out.append(encode_call(entries[number].model_copy(update={"v": 3})))
+            continue
+        if line["t"] == "node":
+            line["h"] = short_ref(node_hash(line["p"], line["m"]))
+        out.append(canonical_json(line) + "\n")
+    return "".join(out).encode()
+
+
+def as_v2(v3: bytes) -> bytes:
+    """A v3 cassette in the v2 layout (full references, stored sample key), for comparison."""
     from tauproxy.data_model.key import canonical_json, sample_key
     from tauproxy.store.format import node_hash
 
     full: dict[str, str] = {}  # v3 reference -> v2 (full) hash
     out = []
-    for raw in path.read_bytes().splitlines():
+    for raw in v3.splitlines():
         if not raw.strip():
             continue
         line = json.loads(raw)
@@ -131,7 +154,7 @@ def main() -> None:
     _, url = start_stub()
     from tauproxy.store.cassette import Cassette
 
-    totals = {"calls": 0, "ours": 0, "vcr": 0, "ours_gz": 0, "vcr_gz": 0, "v2": 0, "v2_gz": 0}
+    totals = {"calls": 0, "ours": 0, "vcr": 0, "ours_gz": 0, "vcr_gz": 0, "v3": 0, "v3_gz": 0, "v2": 0, "v2_gz": 0}
     for domain, num_tasks, trials in WORKLOADS:
         name = f"{domain} {'all' if num_tasks is None else num_tasks} tasks x {trials} trials"
         cassette = tmp / f"ours-{domain}"
@@ -145,31 +168,37 @@ def main() -> None:
             raise SystemExit(f"{name}: call counts differ: tauproxy {ours_calls}, vcrpy {vcr_calls}, sent {sent}")
         ours_bytes = (cassette / "calls.jsonl").stat().st_size
         vcr_bytes = vcr_path.stat().st_size
-        v2 = as_v2(cassette / "calls.jsonl")
+        v3 = as_v3(cassette)
+        v2 = as_v2(v3)
         row = {"calls": ours_calls, "ours": ours_bytes, "vcr": vcr_bytes, "ours_gz": gz(cassette / "calls.jsonl"),
-               "vcr_gz": gz(vcr_path), "v2": len(v2), "v2_gz": len(gzip.compress(v2, compresslevel=6))}
+               "vcr_gz": gz(vcr_path), "v3": len(v3), "v3_gz": len(gzip.compress(v3, compresslevel=6)),
+               "v2": len(v2), "v2_gz": len(gzip.compress(v2, compresslevel=6))}
         for k, v in row.items():
             totals[k] += v
         print(f"{name}: {ours_calls} calls | tauproxy {ours_bytes} B ({ours_bytes / ours_calls:.0f} B/call, "
               f"gzip {row['ours_gz'] / ours_calls:.0f} B/call) | vcrpy {vcr_bytes} B "
               f"({vcr_bytes / vcr_calls:.0f} B/call, gzip {row['vcr_gz'] / vcr_calls:.0f} B/call) | "
-              f"ratio {ours_bytes / vcr_bytes:.4f} (gzip {row['ours_gz'] / row['vcr_gz']:.4f}) | previous format v2: "
-              f"{row['v2']} B, gzip {row['v2_gz'] / ours_calls:.0f} B/call, gzip ratio "
-              f"{row['v2_gz'] / row['vcr_gz']:.4f}", flush=True)
+              f"ratio {ours_bytes / vcr_bytes:.4f} (gzip {row['ours_gz'] / row['vcr_gz']:.4f}) | previous formats: "
+              f"v3 {row['v3']} B, gzip {row['v3_gz'] / ours_calls:.0f} B/call, gzip ratio "
+              f"{row['v3_gz'] / row['vcr_gz']:.4f}; v2 {row['v2']} B, gzip {row['v2_gz'] / ours_calls:.0f} B/call, "
+              f"gzip ratio {row['v2_gz'] / row['vcr_gz']:.4f}", flush=True)
         print(f"RATIO cassette_size_gzip_{domain}: ours/theirs = {row['ours_gz'] / row['vcr_gz']:.4f} (goal: <= 0.333, "
-              f"gzip -6 bytes; v2 was {row['v2_gz'] / row['vcr_gz']:.4f})", flush=True)
+              f"gzip -6 bytes; v3 layout {row['v3_gz'] / row['vcr_gz']:.4f}, v2 {row['v2_gz'] / row['vcr_gz']:.4f})",
+              flush=True)
 
     calls = totals["calls"]
     print(f"total: {calls} calls | tauproxy {totals['ours']} B ({totals['ours'] / calls:.0f} B/call) | "
           f"vcrpy {totals['vcr']} B ({totals['vcr'] / calls:.0f} B/call) | "
-          f"gzip ratio {totals['ours_gz'] / totals['vcr_gz']:.4f} (v2: {totals['v2_gz'] / totals['vcr_gz']:.4f})")
+          f"gzip ratio {totals['ours_gz'] / totals['vcr_gz']:.4f} (v3: {totals['v3_gz'] / totals['vcr_gz']:.4f}, "
+          f"v2: {totals['v2_gz'] / totals['vcr_gz']:.4f})")
     print(json.dumps({"client": args.client, **totals}))
     ratio = totals["ours"] / totals["vcr"]
     print(f"RATIO cassette_size: ours/theirs = {ratio:.4f} (goal: <= 0.2, tauproxy calls.jsonl bytes / "
           f"vcrpy YAML bytes for the same {calls} calls; 1/{1 / ratio:.1f})")
     gz_ratio = totals["ours_gz"] / totals["vcr_gz"]
+    v3_ratio, v2_ratio = totals["v3_gz"] / totals["vcr_gz"], totals["v2_gz"] / totals["vcr_gz"]
     print(f"RATIO cassette_size_gzip: ours/theirs = {gz_ratio:.4f} (goal: <= 0.333, gzip -6 bytes over both "
-          f"workloads; v2 layout {totals['v2_gz'] / totals['vcr_gz']:.4f})")
+          f"workloads; v3 layout {v3_ratio:.4f}, v2 {v2_ratio:.4f})")
 
 
 if __name__ == "__main__":

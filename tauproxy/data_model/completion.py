@@ -12,6 +12,11 @@ from tauproxy.data_model.call import CallRole, CallSource, Cost, ModelCall, Mode
 from tauproxy.data_model.key import SampleIdentity
 from tauproxy.data_model.wire import response_from_wire, usage_from_wire
 
+# A recorded call's latency is kept to 10 ms: model calls take seconds, finer digits are jitter, and a
+# cassette carries one per call, in git, where random digits do not compress (bench/cassette_size.py).
+# Rounded once, here, so a live run and its replay report the same latency.
+LATENCY_DECIMALS = 2
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -63,5 +68,5 @@ class CallRecording(BaseModel):
             usage=completion.usage,
             cost_usd=cost.usd,
             price_source=cost.source,
-            latency_s=round(completion.latency_s, 6),
+            latency_s=round(completion.latency_s, LATENCY_DECIMALS),
         )

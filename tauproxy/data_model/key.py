@@ -70,8 +70,13 @@ EXCLUDED_PARAMS: frozenset[str] = frozenset(
 STRUCTURAL_FIELDS = ("model", "messages", "tools", "tool_choice")
 
 
+# json.dumps with these arguments builds this same encoder on every call; one built once says the
+# same bytes, without that cost on every line a cassette index reads.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def canonical_arguments(arguments: Any) -> str:
@@ -130,8 +135,46 @@ def canonical_request(wire: dict[str, Any]) -> dict[str, Any]:
 
 def request_key(wire: dict[str, Any]) -> str:
     """sha256 of the canonical request. The only function that defines a key."""
-    body = {"key_version": KEY_VERSION, **canonical_request(wire)}
-    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+    canonical = canonical_request(wire)
+    hasher = KeyHasher()
+    for message in canonical["messages"]:
+        hasher = hasher.then(canonical_json(message))
+    return hasher.key(canonical["model"], canonical["params"], canonical["tool_choice"],
+                      None if canonical["tools"] is None else canonical_json(canonical["tools"]))
+
+
+class KeyHasher:
+    """request_key, fed one message at a time: the hash of a request's key text up to its messages.
+
+    The key hashes canonical_json({"key_version", "messages", "model", "params", "tool_choice",
+    "tools"}); with sorted keys and no whitespace that text is the messages' canonical texts joined
+    by commas inside a fixed frame, so it can be hashed as it is read. request_key is built on this,
+    so a cassette that derives a stored request's key message by message (sharing the hash of a
+    common prefix between the calls of a conversation) uses the one definition, never a second.
+    `then` returns a new hasher; a hasher is never changed, so prefixes can be shared.
+    """
+
+    __slots__ = ("_empty", "_hash")
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256(b'{"key_version":%d,"messages":[' % KEY_VERSION)
+        self._empty = True
+
+    def then(self, message_text: str) -> KeyHasher:
+        """The hasher of the messages so far plus one message, given as canonical_json of its canonical form."""
+        nxt = KeyHasher.__new__(KeyHasher)
+        nxt._hash = self._hash.copy()
+        nxt._hash.update((message_text if self._empty else "," + message_text).encode())
+        nxt._empty = False
+        return nxt
+
+    def key(self, model: str | None, params: dict[str, Any], tool_choice: Any, tools_text: str | None) -> str:
+        """The request key of these messages with the rest of the canonical request (tools as canonical JSON)."""
+        tail = (f'],"model":{canonical_json(model)},"params":{canonical_json(params)},'
+                f'"tool_choice":{canonical_json(tool_choice)},"tools":{tools_text or "null"}}}')
+        digest = self._hash.copy()
+        digest.update(tail.encode())
+        return digest.hexdigest()
 
 
 def sample_key(key: str, seed: int | None, task_id: str, trial: int, occurrence: int) -> str:

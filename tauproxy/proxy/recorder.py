@@ -122,7 +122,7 @@ class CassetteTransport:
         return Completion(
             body=self.cassette.replay_form(recording),
             source="live",
-            latency_s=completion.latency_s,
+            latency_s=recording.latency_s,  # as recorded, so that the live run and its replay agree
             cost=cost,
         )
 

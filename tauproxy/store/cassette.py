@@ -52,7 +52,7 @@ from typing import Any, TypeVar
 from filelock import FileLock, Timeout
 
 from tauproxy.data_model.call import Usage
-from tauproxy.data_model.completion import CallRecording
+from tauproxy.data_model.completion import LATENCY_DECIMALS, CallRecording
 from tauproxy.data_model.key import (
     EXCLUDED_PARAMS,
     STRUCTURAL_FIELDS,
@@ -159,7 +159,9 @@ def _reply_of(response_body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
 
 def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    # To the second: a recording's time is for people, and a timestamp that changes on every call
+    # costs bytes in git (see format.py).
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class Cassette:
@@ -563,7 +565,7 @@ class Cassette:
             usage=recording.usage,
             cost_usd=recording.cost_usd,
             price_source=recording.price_source,
-            latency_s=recording.latency_s,
+            latency_s=round(recording.latency_s, LATENCY_DECIMALS),  # as CallRecording.of rounds it
             recorded_at=_now_iso(),
         )
         with self._lock, locked(self.directory):
@@ -672,7 +674,7 @@ class _Refs:
     def lines(self, parts: _Parts) -> list[str]:
         lines = [encode_msg_text(ref, text) for ref, text in self.messages]
         lines += [encode_blob_text(ref, text) for ref, text in self.blobs]
-        lines += [encode_node(*node) for node in self.nodes]
+        lines += [encode_node(parent, message) for _, parent, message in self.nodes]
         return lines
 
 

@@ -7,11 +7,14 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from tauproxy.data_model.call import CallRole, Usage
+from tauproxy.data_model.key import seed_of
 
+# v4: v3 without what a call line can derive (see format.py): no `key`, no `seed` equal to the
+#     request's, no null or zero fields, no `total_tokens` equal to prompt + completion.
 # v3: v2 with 16-hex references and no stored sample key (derived on read), see format.py.
 # v2: a request names its messages by one chain node (`request.chain`); still read, never written.
 # v1: a request listed one message hash per message (`request.messages`); still read, never written.
-ENTRY_VERSION = 3
+ENTRY_VERSION = 4
 
 
 class StoredRequest(BaseModel):
@@ -89,4 +92,45 @@ class CassetteEntry(BaseModel):
             del data["response"]["raw"]  # absent, not null: older entries keep their exact bytes
         if self.v >= 3:
             del data["sample_key"]  # derived from key, seed and scope on read (format.py)
+        if self.v >= 4:
+            _drop_derivable(data)
         return data
+
+    @staticmethod
+    def fields_of_v4(line: dict[str, Any]) -> dict[str, Any]:
+        """The fields of a v4 call line with what it left out put back (the inverse of wire_form),
+        except `key` and `sample_key`, which need the stored request (format.py)."""
+        fields = dict(line)
+        request, usage = fields.get("request"), fields.get("usage")
+        if "seed" not in fields and isinstance(request, dict) and isinstance(request.get("params"), dict):
+            fields["seed"] = seed_of(request["params"])
+        if isinstance(usage, dict) and "total_tokens" not in usage:
+            parts = [usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)]
+            if all(isinstance(n, int) and not isinstance(n, bool) for n in parts):
+                fields["usage"] = {**usage, "total_tokens": sum(parts)}
+        return fields
+
+
+def _drop_derivable(data: dict[str, Any]) -> None:
+    """v4: leave out of a call line what its reader derives, every field at its default included.
+
+    gzip pays for each field that changes from one line to the next (git stores cassettes
+    compressed), and a null, a zero or a copy of another field carries nothing.
+    """
+    del data["key"]  # the hash of the stored request: derived when the line is indexed
+    if data["seed"] == seed_of(data["request"]["params"]):
+        del data["seed"]
+    usage = data["usage"]
+    if usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]:
+        del usage["total_tokens"]
+    for part in (data, data["request"], data["response"]):
+        for name in [name for name, value in part.items() if value is None and name != "seed"]:
+            del part[name]  # a seed left here differs from the request's, even when null: kept
+    for name in [name for name, value in usage.items() if value == 0 and name != "total_tokens"]:
+        del usage[name]  # a count left out is 0 (total_tokens: prompt + completion, handled above)
+    if not data["request"]["params"]:
+        del data["request"]["params"]
+    if not usage:
+        del data["usage"]
+    if data["latency_s"] == 0:
+        del data["latency_s"]

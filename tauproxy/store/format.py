@@ -4,7 +4,7 @@ UTF-8, one JSON object per line, append-only, keys sorted, compact separators. F
 
     {"t":"msg","h":HASH,"m":MESSAGE}      one canonical wire message; HASH = key.message_hash(MESSAGE)
     {"t":"blob","h":HASH,"v":VALUE}       one tools list; HASH = key.blob_hash(VALUE)
-    {"t":"node","h":HASH,"p":PREV,"m":M}  one link of a message chain; HASH = key.blob_hash({"p":PREV,"m":M})
+    {"t":"node","p":PREV,"m":M}           one link of a message chain, named key.blob_hash({"p":PREV,"m":M})
     {"t":"call", ...CassetteEntry}        one sample; its request and reply name their content by hash
 
 A request's message list is a chain of nodes: the node of its last message names that message (`m`, a
@@ -20,14 +20,23 @@ and readers keep one. References are resolved after the whole file is read, so l
 does not matter. Writers still put a call's new messages, blob and nodes (parents first) before its call
 line, in the same append.
 
-Entry format versions (the call line's `v`): 3 is the chain above with short references: every
-reference (`h`, a node's `p` and `m`, a call's `request.chain`, `request.tools`, `response.message` and
-`response.raw`) is the first REF_LEN (16) hex digits of the content's sha256, and the call line carries
-no `sample_key` (the reader derives it from `key`, `seed`, `task_id`, `trial` and `occurrence` with
-key.sample_key, the one definition). A 64-hex reference is 32 bytes that gzip cannot shrink, and a
-call line used to carry six of them; git stores cassettes compressed. 2 wrote full 64-hex references
-and the sample key; 1 listed one message hash per message in `request.messages`. Both are still read,
-and compact, prune and merge rewrite them as v3.
+Entry format versions (the call line's `v`): 4 writes only what cannot be derived. The call line
+carries no `key`: the reader computes it from the stored request (its chain's messages, tools, model,
+tool_choice and params) with key.KeyHasher, which is key.request_key fed one message at a time, so the
+calls of a conversation share the hashing of their common prefix and the key has one definition; the
+index does this once per call when it indexes the line, and keeps the key. No `sample_key` either
+(key.sample_key of key, seed, task_id, trial and occurrence), no `seed` when it equals the request's
+(`request.params.seed`, which is where key.seed_of takes it from), no null field, no zero token count
+and no `total_tokens` equal to prompt + completion: absent means exactly that. Node lines carry no `h`
+(a node is its `p` and `m`; its address is node_hash of them, computed by every reader anyway). Under
+gzip, which is how git stores a cassette, a 64-hex key is 32 bytes per call that do not compress and
+each field that changes from line to line costs bytes too; v3 was 0.64 of vcrpy's size on mock.
+3 is 4 with those fields written (the key in full, nulls, zeros; node lines with `h`), with short
+references: every reference (`h`, a node's `p` and `m`, a call's `request.chain`, `request.tools`,
+`response.message` and `response.raw`) is the first REF_LEN (16) hex digits of the content's sha256.
+2 wrote full 64-hex references and the sample key; 1 listed one message hash per message in
+`request.messages`. All are still read, and compact, prune and merge rewrite them as v4; a file may
+mix versions (a union merge of a branch that upgraded with one that did not).
 
 A reference is resolved by prefix: it names the stored content whose full sha256 (always recomputed
 from the line, never trusted) starts with it, so a 64-hex v2 reference and a 16-hex v3 one resolve
@@ -47,6 +56,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,7 +118,23 @@ class NodeLine:
     message: str
 
 
-Line = MsgLine | BlobLine | NodeLine | CassetteEntry
+@dataclass(frozen=True)
+class CallLine:
+    """A v4 call line, checked, whose request key is still to be derived from its stored request.
+
+    `unkeyed` is the entry with `key` and `sample_key` empty: read its request and response, never
+    its identity; `keyed` gives the entry once the key is known (CassetteIndex derives it).
+    """
+
+    unkeyed: CassetteEntry
+
+    def keyed(self, key: str) -> CassetteEntry:
+        entry = self.unkeyed
+        identity = sample_key(key, entry.seed, entry.task_id, entry.trial, entry.occurrence)
+        return entry.model_copy(update={"key": key, "sample_key": identity})
+
+
+Line = MsgLine | BlobLine | NodeLine | CassetteEntry | CallLine
 
 
 @dataclass(frozen=True)
@@ -130,8 +156,18 @@ class ScanResult:
     size: int = 0
 
 
+_HEX = re.compile(r"[0-9a-f]{1,64}")
+
+
 def node_hash(parent: str | None, message: str) -> str:
-    """Content address of a chain node: the message list ending in `message` after `parent`'s."""
+    """Content address of a chain node: the message list ending in `message` after `parent`'s.
+
+    key.blob_hash({"p": parent, "m": message}); for hex references (every node a writer makes) its
+    canonical JSON is written out directly, the same bytes without a dict and an encoder per node.
+    """
+    if _HEX.fullmatch(message) and (parent is None or _HEX.fullmatch(parent)):
+        previous = "null" if parent is None else f'"{parent}"'
+        return hashlib.sha256(f'{{"m":"{message}","p":{previous}}}'.encode()).hexdigest()
     return blob_hash({"p": parent, "m": message})
 
 
@@ -178,8 +214,9 @@ def encode_blob_text(digest: str, text: str) -> str:
     return f'{{"h":"{digest}","t":"blob","v":{text}}}\n'
 
 
-def encode_node(digest: str, parent: str | None, message: str) -> str:
-    return canonical_json({"t": "node", "h": digest, "p": parent, "m": message}) + "\n"
+def encode_node(parent: str | None, message: str) -> str:
+    """A v4 node line: no `h`, the node is named by node_hash(parent, message)."""
+    return canonical_json({"t": "node", "p": parent, "m": message}) + "\n"
 
 
 def encode_call(entry: CassetteEntry) -> str:
@@ -192,12 +229,24 @@ def encode_line(line: Line) -> str:
     if isinstance(line, BlobLine):
         return encode_blob_text(line.hash, line.text)
     if isinstance(line, NodeLine):
-        return encode_node(line.hash, line.parent, line.message)
+        return encode_node(line.parent, line.message)
+    if isinstance(line, CallLine):
+        raise ValueError("a v4 call line is encoded from its keyed entry")
     return encode_call(line)
+
+
+# A v4 node line exactly as written (keys sorted, hex references): read without a JSON parser. Any
+# other spelling of a node line takes the general path below, which accepts the same lines.
+_NODE_LINE = re.compile(rb'\{"m":"([0-9a-f]{16,64})","p":(?:null|"([0-9a-f]{16,64})"),"t":"node"\}')
 
 
 def parse_line(raw: bytes) -> Line:
     """One line, checked. ValueError names what is wrong; CassetteError means "upgrade tauproxy"."""
+    node = _NODE_LINE.fullmatch(raw)
+    if node is not None:
+        message, parent = node.group(1).decode(), node.group(2)
+        previous = None if parent is None else parent.decode()
+        return NodeLine(node_hash(previous, message), previous, message)
     try:
         obj = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -232,7 +281,8 @@ def _parse_node(obj: dict[str, Any]) -> NodeLine:
         raise ValueError("malformed node line: `m` is not a message hash")
     if parent is not None and not isinstance(parent, str):
         raise ValueError("malformed node line: `p` is neither a node hash nor null")
-    return NodeLine(_checked_hash(obj, node_hash(parent, message)), parent, message)
+    digest = node_hash(parent, message)
+    return NodeLine(digest if "h" not in obj else _checked_hash(obj, digest), parent, message)  # v4: no `h`
 
 
 def _checked_hash(obj: dict[str, Any], actual: str) -> str:
@@ -247,25 +297,36 @@ def _checked_hash(obj: dict[str, Any], actual: str) -> str:
     return actual
 
 
-def _parse_call(obj: dict[str, Any]) -> CassetteEntry:
-    version = obj.get("v", ENTRY_VERSION)
+def _parse_call(obj: dict[str, Any]) -> CassetteEntry | CallLine:
+    version = obj.get("v", 3)  # every version writes `v`; before v4 the absent default was 3
     if isinstance(version, int) and not isinstance(version, bool) and version > ENTRY_VERSION:
         raise CassetteError(
             f"entry format v{version} was written by a newer tauproxy (this one reads up to "
             f"v{ENTRY_VERSION}); upgrade tauproxy"
         )
-    fields = {k: v for k, v in obj.items() if k != "t"}
+    fields = {"v": version, **{k: v for k, v in obj.items() if k != "t"}}
+    if version == 4:
+        if "key" in fields or "sample_key" in fields:
+            raise ValueError("malformed call line: a v4 line carries no key (it is derived from the request)")
+        return CallLine(_validated({**CassetteEntry.fields_of_v4(fields), "key": "", "sample_key": ""}))
     if isinstance(version, int) and version >= 3 and "sample_key" not in fields:
         fields["sample_key"] = _derived_sample_key(fields)
     request = fields.get("request")
     if version == 1 and isinstance(request, dict) and "messages" not in request:
         fields["request"] = {**request, "messages": []}  # v1 wrote no list for a request without messages
+    return _validated(fields)
+
+
+def _validated(fields: dict[str, Any]) -> CassetteEntry:
     try:
-        return CassetteEntry.model_validate(fields)
+        entry = CassetteEntry.model_validate(fields)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "entry"
         raise ValueError(f"malformed call line: {where}: {first['msg']}") from None
+    if entry.v >= 4 and entry.request.messages is not None:
+        raise ValueError("malformed call line: a v4 request names its messages by `chain`")
+    return entry
 
 
 def _derived_sample_key(fields: dict[str, Any]) -> str:

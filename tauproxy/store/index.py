@@ -37,15 +37,17 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from filelock import FileLock
 
+from tauproxy.data_model.key import KeyHasher, sample_key
 from tauproxy.errors import CassetteError
-from tauproxy.store.entry import CassetteEntry
+from tauproxy.store.entry import CassetteEntry, StoredRequest, StoredResponse
 from tauproxy.store.format import (
     REF_LEN,
     BlobLine,
+    CallLine,
     CassetteProblem,
     MsgLine,
     NodeLine,
@@ -54,23 +56,32 @@ from tauproxy.store.format import (
 )
 
 INDEX_DIR = ".tauproxy-index"
-SCHEMA = "tauproxy-index-2"
+SCHEMA = "tauproxy-index-3"
 TAIL = 4096
 CHUNK = 8 << 20
 RECENT = 20_000  # resolved references remembered (bounded, so memory stays flat)
+BATCH = 2_000  # lines indexed between two bulk inserts (far fewer than RECENT: see _flush)
+HASHERS = 4_096  # key hashers of recent chain nodes (a conversation's next call extends its last one)
+TEXTS_CHARS = 4 << 20  # characters of recent message and blob text kept for deriving keys
 
 MSG, BLOB, NODE = 0, 1, 2
 KIND_NAME = {MSG: "message", BLOB: "blob", NODE: "message chain node"}
 
+# Content rows are kept in file order and found through `content_r`: with the rows themselves keyed by
+# hash, every insert of a big build landed on a random page of the whole table (2x slower at 1M calls).
 # Hashes are stored compactly: `r` is the first 64 bits of a content hash as an integer (what a v3
 # reference names), `full` and `sk` the 32 bytes of the hash; `key` only the first 64 bits of a
-# request key (by_key checks every entry it reads against the whole key).
+# request key (by_key checks every entry it reads against the whole key). A v4 call line carries no
+# key: `kf` is the key derived from its request when it was indexed, and `lh` the first 64 bits of
+# the sha256 of the line's bytes, checked on every read, so the key is only ever used with the line
+# it was derived from. `sk`, `key` and `kf` stay null while a v4 call does not resolve.
 _SCHEMA_SQL = """
 CREATE TABLE meta (k TEXT PRIMARY KEY, v) WITHOUT ROWID;
 CREATE TABLE content (
     kind INTEGER NOT NULL, r INTEGER NOT NULL, full BLOB NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL,
-    line INTEGER NOT NULL, parent TEXT, message TEXT, depth INTEGER, PRIMARY KEY (kind, r)
-) WITHOUT ROWID;
+    line INTEGER NOT NULL, parent TEXT, message TEXT, depth INTEGER
+);
+CREATE UNIQUE INDEX content_r ON content (kind, r);
 CREATE INDEX content_pending ON content (kind, depth) WHERE depth IS NULL AND kind = 2;
 CREATE TABLE clash (
     kind INTEGER NOT NULL, r INTEGER NOT NULL, full BLOB NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL,
@@ -78,13 +89,16 @@ CREATE TABLE clash (
 ) WITHOUT ROWID;
 CREATE TABLE calls (
     seq INTEGER PRIMARY KEY, line INTEGER NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL,
-    sk BLOB NOT NULL, key INTEGER NOT NULL, ok INTEGER NOT NULL
+    sk BLOB, key INTEGER, kf BLOB, lh INTEGER, ok INTEGER NOT NULL
 );
-CREATE INDEX calls_sk ON calls (sk, ok, seq);
-CREATE INDEX calls_key ON calls (key, ok);
 CREATE INDEX calls_pending ON calls (ok) WHERE ok = 0;
 CREATE TABLE bad (line INTEGER PRIMARY KEY, reason TEXT NOT NULL);
 """
+# Made after a build's bulk inserts, not before: sorting once beats a random insert per call.
+_CALL_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS calls_sk ON calls (sk, ok, seq)",
+    "CREATE INDEX IF NOT EXISTS calls_key ON calls (key, ok)",
+)
 
 
 def _r(ref: str) -> int:
@@ -93,13 +107,22 @@ def _r(ref: str) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
+def _row_order(row: tuple[Any, ...]) -> tuple[int, int, int]:
+    """Content rows by primary key, and the same content by line (so INSERT OR IGNORE keeps the first)."""
+    return row[0], row[1], row[5]
+
+
+def _lh(raw: bytes) -> int:
+    """The check value of a v4 call line's bytes (see the schema comment)."""
+    return int.from_bytes(hashlib.sha256(raw).digest()[:8], "big", signed=True)
+
+
 class StaleIndex(Exception):
     """The index does not describe the file any more: rebuild it."""
 
 
-@dataclass(frozen=True)
-class Located:
-    """A content line found by reference: its full hash and where it is."""
+class Located(NamedTuple):
+    """A content line found by reference: its full hash and where it is (a tuple: made per line)."""
 
     full: str
     off: int
@@ -161,10 +184,25 @@ class CassetteIndex:
         self.state = state
         self.db_path = db_path
         self.db = _connect(db_path)
+        self._init_state()
+        self._clashed.update(self.db.execute("SELECT DISTINCT kind, r FROM clash").fetchall())
+
+    def _init_state(self) -> None:
         self._recent: OrderedDict[tuple[int, str], Located] = OrderedDict()
         self._new_samples = 0
         self._bulk = False
-        self._clashed = set(self.db.execute("SELECT DISTINCT kind, r FROM clash").fetchall())
+        self._clashed: set[tuple[int, int]] = set()
+        self._clash_found = False  # a new clash in this sync: everything is resolved again
+        # Rows indexed but not yet inserted (see _flush), with the content among them by (kind, r).
+        self._content_rows: list[tuple[Any, ...]] = []
+        self._call_rows: list[tuple[Any, ...]] = []
+        self._unflushed: dict[tuple[int, str], Located] = {}  # by (kind, short reference)
+        self._unflushed_sks: set[bytes] = set()
+        # What deriving v4 keys needs again soon: message and blob texts just indexed, and the key
+        # hasher of each recent chain node (a conversation's next call extends its previous one).
+        self._texts: OrderedDict[tuple[int, str], str] = OrderedDict()
+        self._text_chars = 0
+        self._hashers: OrderedDict[str, KeyHasher] = OrderedDict()
 
     # -- opening, syncing, rebuilding ------------------------------------------------------------
 
@@ -196,7 +234,7 @@ class CassetteIndex:
             target = directory / f"{prefix}{generation}.sqlite"
             try:
                 db = _connect(Path(temp))
-                db.executescript(_SCHEMA_SQL)
+                db.executescript(_SCHEMA_SQL)  # the call indexes come once the bulk is in (sync)
                 db.executemany(
                     "INSERT INTO meta VALUES (?, ?)",
                     [("schema", SCHEMA), ("covered", 0), ("lines", 0), ("samples", 0), ("tail", _tail_sha(fd, 0))],
@@ -231,7 +269,7 @@ class CassetteIndex:
             "INSERT INTO meta VALUES (?, ?)",
             [("schema", SCHEMA), ("covered", 0), ("lines", 0), ("samples", 0), ("tail", _tail_sha(fd, 0))],
         )
-        index._recent, index._new_samples, index._bulk, index._clashed = OrderedDict(), 0, False, set()
+        index._init_state()
         index.sync(state.size)
         return index
 
@@ -256,21 +294,33 @@ class CassetteIndex:
             if size > covered:
                 self._new_samples = 0
                 self._bulk = covered == 0
+                self._clash_found = False
                 end, lines = self._index_range(covered, size, lines)
+                if self._clash_found:
+                    self._unresolve_all()
                 if end != covered:
                     samples = int(meta["samples"]) + self._settle()
-                    if self._bulk:  # counted once at the end of a build, not call by call
+                    if self._bulk or self._clash_found:  # counted once, not call by call
                         samples = int(db.execute("SELECT COUNT(DISTINCT sk) FROM calls WHERE ok = 1").fetchone()[0])
                     db.executemany(
                         "UPDATE meta SET v = ? WHERE k = ?",
                         [(end, "covered"), (lines, "lines"), (samples, "samples"), (_tail_sha(self.fd, end), "tail")],
                     )
+            if covered == 0:
+                for statement in _CALL_INDEXES:
+                    db.execute(statement)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
+            self._forget()  # what was derived from the rolled-back lines
             raise
         finally:
             self._recent.clear()
+            self._content_rows.clear()
+            self._call_rows.clear()
+            self._unflushed.clear()
+            self._unflushed_sks.clear()
+            self._bulk = False
         self.state = FileState(self.state.dev, self.state.ino, max(size, self.state.size))
 
     def _index_range(self, start: int, size: int, lines: int) -> tuple[int, int]:
@@ -293,8 +343,64 @@ class CassetteIndex:
                 lines += 1
                 self._add_line(lines, base + position, data[position:newline])
                 position = newline + 1
+                if len(self._content_rows) + len(self._call_rows) >= BATCH:
+                    self._flush()
             pending = data[cut + 1 :]
+        self._flush()
         return offset - len(pending), lines
+
+    def _flush(self) -> None:
+        """Insert the rows indexed since the last flush, many at a time.
+
+        Until then, `find` sees the unflushed content in `_unflushed`. A row that SQLite ignores is
+        the same content again (a union merge) or, rarely, another content under the same reference
+        (a clash: see _unresolve_all).
+        """
+        db, rows = self.db, self._content_rows
+        if rows:
+            before = db.total_changes
+            rows.sort(key=_row_order)  # in key order: each insert lands near the previous one in the B-tree
+            db.executemany("INSERT OR IGNORE INTO content VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            if db.total_changes - before != len(rows):
+                self._record_clashes(rows)
+        if self._call_rows:
+            db.executemany("INSERT INTO calls (line, off, len, sk, key, kf, lh, ok) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           self._call_rows)
+        rows.clear()
+        self._call_rows.clear()
+        self._unflushed.clear()
+        self._unflushed_sks.clear()
+
+    def _record_clashes(self, rows: list[tuple[Any, ...]]) -> None:
+        """Record the clashes among rows SQLite ignored (the others are the same content again)."""
+        for row in rows:
+            stored = self.db.execute("SELECT full FROM content WHERE kind = ? AND r = ?", row[:2]).fetchone()
+            if stored[0] != row[2]:
+                self._add_clash(row)
+
+    def _add_clash(self, row: tuple[Any, ...]) -> None:
+        self.db.execute("INSERT OR IGNORE INTO clash VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        self._clashed.add((row[0], row[1]))
+        self._clash_found = True
+        self._forget()
+
+    def _unresolve_all(self) -> None:
+        """A new clash: its reference is ambiguous for every line, earlier ones too (a union merge
+        may put either content first), so every node and call is resolved again by _settle, and a
+        call whose request goes through the reference is unusable, wherever it is. Clashes are rare
+        (see format.py); this is the slow, simple path for them."""
+        for table in ("content", "clash"):
+            self.db.execute(f"UPDATE {table} SET depth = NULL WHERE kind = 2")
+        self.db.execute("UPDATE calls SET ok = 0, sk = CASE WHEN lh IS NULL THEN sk END, "
+                        "key = CASE WHEN lh IS NULL THEN key END, kf = NULL")
+        self._forget()
+
+    def _forget(self) -> None:
+        """A reference became ambiguous: what was resolved through it must be resolved again."""
+        self._recent.clear()
+        self._texts.clear()
+        self._text_chars = 0
+        self._hashers.clear()
 
     def _add_line(self, number: int, off: int, raw: bytes) -> None:
         if not raw.strip():
@@ -307,43 +413,115 @@ class CassetteIndex:
             self.db.execute("INSERT OR REPLACE INTO bad VALUES (?, ?)", (number, str(exc)))
             return
         length = len(raw)
-        if isinstance(line, CassetteEntry):
-            # Written after their content (same append), calls usually resolve at once; the rest wait
-            # for _settle (a union merge may put a call before the lines it refers to).
-            ok = self.missing_refs(line) is None
-            if ok and not self._bulk:
-                self._count_sample(line.sample_key)
-            self.db.execute(
-                "INSERT INTO calls (line, off, len, sk, key, ok) VALUES (?, ?, ?, ?, ?, ?)",
-                (number, off, length, _sk(line.sample_key), _r(line.key), int(ok)),
-            )
+        if isinstance(line, (CallLine, CassetteEntry)):  # a tuple: faster than a union, per line
+            self._add_call(number, off, raw, line)
             return
         if isinstance(line, NodeLine):
             kind, parent, message = NODE, line.parent, line.message
             depth = self._depth_of(parent, message)
         else:
             kind, parent, message, depth = (MSG if isinstance(line, MsgLine) else BLOB), None, None, 0
-        row = (kind, _r(line.hash), bytes.fromhex(line.hash), off, length, number, parent, message, depth)
-        if self.db.execute("INSERT OR IGNORE INTO content VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row).rowcount:
-            if depth is not None and (kind, row[1]) not in self._clashed:
-                self._remember((kind, line.hash[:REF_LEN]), Located(line.hash, *row[3:]))
-            return
-        # Rare: the same content again (a union merge), or another content under the same short
-        # reference (a clash: that reference is ambiguous from now on; full 64-hex ones still resolve).
-        first = self.db.execute("SELECT full FROM content WHERE kind = ? AND r = ?", row[:2]).fetchone()
-        if first[0] != row[2]:
-            self.db.execute("INSERT OR IGNORE INTO clash VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-            self._clashed.add((kind, row[1]))
-            self._recent.clear()
+        r, short = _r(line.hash), line.hash[:REF_LEN]
+        row = (kind, r, bytes.fromhex(line.hash), off, length, number, parent, message, depth)
+        known = self._unflushed.get((kind, short))
+        if known is None:
+            self._content_rows.append(row)
+            self._unflushed[(kind, short)] = Located(line.hash, *row[3:])  # what find sees until _flush
+            if kind != NODE and not (self._clashed and (kind, r) in self._clashed):  # (an ambiguous name: no)
+                assert isinstance(line, (MsgLine, BlobLine))
+                self._keep_text((kind, short), line.text)
+        elif known.full != line.hash:  # a clash within the batch: insert both now, resolve through SQL
+            self._flush()
+            self._add_clash(row)
 
-    def _count_sample(self, sample_key: str) -> None:
-        known = self.db.execute("SELECT 1 FROM calls WHERE sk = ? AND ok = 1 LIMIT 1", (_sk(sample_key),)).fetchone()
-        self._new_samples += known is None
+    def _add_call(self, number: int, off: int, raw: bytes, line: CassetteEntry | CallLine) -> None:
+        # Written after their content (same append), calls usually resolve at once; the rest wait
+        # for _settle (a union merge may put a call before the lines it refers to).
+        entry = line.unkeyed if isinstance(line, CallLine) else line
+        ok = self.missing_refs(entry.request, entry.response, "call") is None
+        if isinstance(line, CallLine):
+            key = self.key_of(entry.request) if ok else None
+            ok = key is not None
+            keys: tuple[Any, ...] = (None,) * 3
+            if key is not None:
+                sk = sample_key(key, entry.seed, entry.task_id, entry.trial, entry.occurrence)
+                keys = (_sk(sk), _r(key), bytes.fromhex(key))
+            row = (number, off, len(raw), *keys, _lh(raw), int(ok))
+        else:
+            row = (number, off, len(raw), _sk(entry.sample_key), _r(entry.key), None, None, int(ok))
+        if ok and not self._bulk:
+            self._count_sample(row[3])
+        if ok:
+            self._unflushed_sks.add(row[3])
+        self._call_rows.append(row)
+
+    def _count_sample(self, sk: bytes) -> None:
+        known = sk in self._unflushed_sks or self.db.execute(
+            "SELECT 1 FROM calls WHERE sk = ? AND ok = 1 LIMIT 1", (sk,)).fetchone() is not None
+        self._new_samples += not known
 
     def _remember(self, key: tuple[int, str], found: Located) -> None:
         self._recent[key] = found
         if len(self._recent) > RECENT:
             self._recent.popitem(last=False)
+
+    # -- deriving the key of a v4 call ---------------------------------------------------------------
+
+    def _keep_text(self, key: tuple[int, str], text: str) -> None:
+        if key not in self._texts:
+            self._texts[key] = text
+            self._text_chars += len(text)
+            while self._text_chars > TEXTS_CHARS and len(self._texts) > 1:
+                self._text_chars -= len(self._texts.popitem(last=False)[1])
+
+    def _text_for_key(self, kind: int, ref: str) -> str | None:
+        """A message's or blob's canonical text, checked (recent ones from memory), or None if absent."""
+        text = self._texts.get((kind, ref))
+        if text is not None:
+            return text
+        found = self.find(kind, ref)
+        if not isinstance(found, Located):
+            return None
+        line = parse_line(self.read_line(found.off, found.length))
+        if not isinstance(line, MsgLine | BlobLine) or line.hash != found.full:
+            raise StaleIndex(f"{KIND_NAME[kind]} {ref[:12]} is not at byte {found.off}")
+        self._keep_text((kind, ref), line.text)
+        return line.text
+
+    def _hasher_of(self, ref: str) -> KeyHasher | None:
+        """The key hasher of the messages of the chain ending at node `ref` (None: it does not resolve)."""
+        walked: list[Located] = []
+        hasher: KeyHasher | None = None
+        current: str | None = ref
+        while current is not None:
+            node = self.find(NODE, current)
+            if not isinstance(node, Located) or node.depth is None or node.message is None:
+                return None
+            hasher = self._hashers.get(node.full)
+            if hasher is not None:
+                break
+            walked.append(node)
+            current = node.parent
+        hasher = hasher or KeyHasher()
+        for node in reversed(walked):
+            assert node.message is not None  # checked in the walk
+            text = self._text_for_key(MSG, node.message)
+            if text is None:
+                return None
+            hasher = hasher.then(text)
+            self._hashers[node.full] = hasher
+            if len(self._hashers) > HASHERS:
+                self._hashers.popitem(last=False)
+        return hasher
+
+    def key_of(self, request: StoredRequest) -> str | None:
+        """The request key of a stored v4 request (key.KeyHasher: request_key's one definition), or None
+        when its chain or tools do not resolve."""
+        hasher = KeyHasher() if request.chain is None else self._hasher_of(request.chain)
+        tools = None if request.tools is None else self._text_for_key(BLOB, request.tools)
+        if hasher is None or (request.tools is not None and tools is None):
+            return None
+        return hasher.key(request.model, request.params, request.tool_choice, tools)
 
     # -- resolving chains and calls ----------------------------------------------------------------
 
@@ -370,13 +548,23 @@ class CassetteIndex:
                     moved += 1
             if not moved:
                 break
+        self._recent.clear()  # depths were filled in: a remembered unresolved node is out of date
         rows = db.execute("SELECT seq, off, len FROM calls WHERE ok = 0").fetchall()
         for seq, off, length in rows:
-            entry = self._entry_at(off, length, None)
-            if entry is not None and self.missing_refs(entry) is None:
-                if not self._bulk:
-                    self._count_sample(entry.sample_key)
+            entry, call = self._unresolved_at(off, length)
+            if self.missing_refs(entry.request, entry.response, call) is not None:
+                continue
+            if entry.v >= 4:
+                key = self.key_of(entry.request)
+                if key is None:
+                    continue
+                entry = CallLine(entry).keyed(key)
+                db.execute("UPDATE calls SET ok = 1, sk = ?, key = ?, kf = ? WHERE seq = ?",
+                           (_sk(entry.sample_key), _r(key), bytes.fromhex(key), seq))
+            else:
                 db.execute("UPDATE calls SET ok = 1 WHERE seq = ?", (seq,))
+            if not self._bulk:
+                self._count_sample(_sk(entry.sample_key))
         return self._new_samples
 
     def _depth_of(self, parent: str | None, message: str) -> int | None:
@@ -397,10 +585,15 @@ class CassetteIndex:
         memo = self._recent.get((kind, ref))
         if memo is not None:
             return memo
+        if not self._clashed or (kind, _r(ref)) not in self._clashed:
+            fresh = self._unflushed.get((kind, ref[:REF_LEN]))
+            if fresh is not None and (len(ref) == REF_LEN or ref_matches(fresh.full, ref)):
+                return fresh  # otherwise it may be stored (a clash that _flush has yet to see)
+        r = _r(ref)
         sql = "SELECT full, off, len, line, parent, message, depth FROM {} WHERE kind = ? AND r = ?"
-        rows = self.db.execute(sql.format("content"), (kind, _r(ref))).fetchall()
-        if (kind, _r(ref)) in self._clashed:
-            rows += self.db.execute(sql.format("clash"), (kind, _r(ref))).fetchall()
+        rows = self.db.execute(sql.format("content"), (kind, r)).fetchall()
+        if (kind, r) in self._clashed:
+            rows += self.db.execute(sql.format("clash"), (kind, r)).fetchall()
         matches = [Located(row[0].hex(), *row[1:]) for row in rows if ref_matches(row[0].hex(), ref)]
         if not matches:
             return None
@@ -411,10 +604,9 @@ class CassetteIndex:
             self._remember((kind, ref), found)
         return found
 
-    def missing_refs(self, entry: CassetteEntry) -> str | None:
+    def missing_refs(self, request: StoredRequest, response: StoredResponse, call: str) -> str | None:
         """Why a call cannot be replayed (a reference that is not stored, broken or ambiguous), or None."""
-        call = f"call {entry.sample_key[:12]}"
-        chain = entry.request.chain
+        chain = request.chain
         if chain is not None:
             node = self.find(NODE, chain)
             if node is None:
@@ -425,9 +617,9 @@ class CassetteIndex:
             if node.depth is None:
                 why = self.break_of(chain)
                 return f"{call} refers to message chain node {chain[:12]}, which does not resolve ({why})"
-        replied = [*(entry.request.messages or []), entry.response.message]
+        replied = [*(request.messages or []), response.message]
         checks: list[tuple[int, str | None, str]] = [(MSG, d, "message") for d in replied]
-        checks += [(BLOB, entry.request.tools, "tools blob"), (BLOB, entry.response.raw, "response blob")]
+        checks += [(BLOB, request.tools, "tools blob"), (BLOB, response.raw, "response blob")]
         for kind, digest, what in checks:
             if digest is None:
                 continue
@@ -438,6 +630,16 @@ class CassetteIndex:
                 return f"{call} refers to {what} {digest[:12]}, which names two different contents"
         return None
 
+    def _unusable(self, kind: int, ref: str) -> str | None:
+        """What is wrong with a reference a node makes ("message X, which is not stored"), or None."""
+        found = self.find(kind, ref)
+        what = "message" if kind == MSG else "parent node"
+        if found is None:
+            return f"{what} {ref[:12]}, which is not stored"
+        if found == AMBIGUOUS:
+            return f"{what} {ref[:12]}, which names two different {'contents' if kind == MSG else 'nodes'}"
+        return None
+
     def break_of(self, ref: str) -> str:
         """Why the chain ending at node `ref` does not resolve: the first break walking to its start."""
         seen: set[str] = set()
@@ -445,15 +647,14 @@ class CassetteIndex:
         while current is not None:
             node = self.find(NODE, current)
             if not isinstance(node, Located):
-                return f"node {current[:12]} is not stored or ambiguous"
+                return f"node {current[:12]} is {'ambiguous' if node == AMBIGUOUS else 'not stored'}"
             if node.full in seen:
                 return f"node {current[:12]} is part of a cycle"
             seen.add(node.full)
             assert node.message is not None
-            if not isinstance(self.find(MSG, node.message), Located):
-                return f"node {current[:12]} refers to message {node.message[:12]}, which is not stored"
-            if node.parent is not None and not isinstance(self.find(NODE, node.parent), Located):
-                return f"node {current[:12]} refers to parent node {node.parent[:12]}, which is not stored"
+            why = self._unusable(MSG, node.message) or (node.parent and self._unusable(NODE, node.parent))
+            if why:
+                return f"node {current[:12]} refers to {why}"
             current = node.parent
         return "unresolved"
 
@@ -462,35 +663,55 @@ class CassetteIndex:
     def read_line(self, off: int, length: int) -> bytes:
         return os.pread(self.fd, length, off)
 
-    def _entry_at(self, off: int, length: int, sample_key: str | None) -> CassetteEntry | None:
+    def _entry_at(self, off: int, length: int, sample_key: str, kf: bytes | None, lh: int | None) -> CassetteEntry:
+        """The call line at `off`, checked to be the one indexed for `sample_key`.
+
+        A v1-v3 line carries its key, and the sample key derived from it must be `sample_key`; a v4
+        line must be byte for byte the line its key `kf` was derived from (`lh`), and then too.
+        """
+        raw = self.read_line(off, length)
+        try:
+            line = parse_line(raw)
+        except ValueError:
+            raise StaleIndex(f"no call line at byte {off}") from None
+        if isinstance(line, CallLine):
+            if kf is None or lh != _lh(raw):
+                raise StaleIndex(f"the call line at byte {off} is not the one indexed")
+            line = line.keyed(kf.hex())
+        if not isinstance(line, CassetteEntry) or line.sample_key != sample_key:
+            raise StaleIndex(f"no call line for {sample_key} at byte {off}")
+        return line
+
+    def _unresolved_at(self, off: int, length: int) -> tuple[CassetteEntry, str]:
+        """A call line that does not resolve (its key may not be derivable), with how to name it."""
         try:
             line = parse_line(self.read_line(off, length))
         except ValueError:
             raise StaleIndex(f"no call line at byte {off}") from None
-        if not isinstance(line, CassetteEntry) or (sample_key is not None and line.sample_key != sample_key):
-            raise StaleIndex(f"no call line for {sample_key} at byte {off}")
-        return line
+        if isinstance(line, CallLine):
+            return line.unkeyed, "call"
+        if not isinstance(line, CassetteEntry):
+            raise StaleIndex(f"no call line at byte {off}")
+        return line, f"call {line.sample_key[:12]}"
 
     def lookup(self, sample_key: str) -> CassetteEntry | None:
         row = self.db.execute(
-            "SELECT off, len FROM calls WHERE sk = ? AND ok = 1 ORDER BY seq DESC LIMIT 1", (_sk(sample_key),)
+            "SELECT off, len, kf, lh FROM calls WHERE sk = ? AND ok = 1 ORDER BY seq DESC LIMIT 1", (_sk(sample_key),)
         ).fetchone()
-        return None if row is None else self._entry_at(row[0], row[1], sample_key)
+        return None if row is None else self._entry_at(row[0], row[1], sample_key, row[2], row[3])
 
     def _winners(
         self, where: str = "", args: tuple[int, ...] = (), only: set[bytes] | None = None
     ) -> Iterator[tuple[int, CassetteEntry]]:
         rows = self.db.execute(
-            "SELECT line, off, len, sk FROM calls c WHERE ok = 1 " + where + " AND seq = "
+            "SELECT line, off, len, sk, kf, lh FROM calls c WHERE ok = 1 " + where + " AND seq = "
             "(SELECT MAX(seq) FROM calls d WHERE d.sk = c.sk AND d.ok = 1) ORDER BY seq",
             args,
         )
-        for line, off, length, sk in rows.fetchall() if args else _stream(rows):
+        for line, off, length, sk, kf, lh in rows.fetchall() if args else _stream(rows):
             if only is not None and sk not in only:
                 continue  # filtered before the line is read and parsed
-            entry = self._entry_at(off, length, sk.hex())
-            assert entry is not None
-            yield line, entry
+            yield line, self._entry_at(off, length, sk.hex(), kf, lh)
 
     def entries(self, only: set[str] | None = None) -> Iterator[CassetteEntry]:
         """The winning entry of every sample key (or of those in `only`), in file order, one at a time."""
@@ -511,22 +732,17 @@ class CassetteIndex:
 
     def history(self) -> Iterator[tuple[int, CassetteEntry]]:
         """Every usable call line, superseded ones too, with its line number, in file order."""
-        for line, off, length, sk in _stream(
-            self.db.execute("SELECT line, off, len, sk FROM calls WHERE ok = 1 ORDER BY seq")
+        for line, off, length, sk, kf, lh in _stream(
+            self.db.execute("SELECT line, off, len, sk, kf, lh FROM calls WHERE ok = 1 ORDER BY seq")
         ):
-            entry = self._entry_at(off, length, sk.hex())
-            assert entry is not None
-            yield line, entry
+            yield line, self._entry_at(off, length, sk.hex(), kf, lh)
 
     def recorded_more_than_once(self) -> Iterator[tuple[str, list[tuple[int, CassetteEntry]]]]:
         keys = self.db.execute("SELECT sk FROM calls WHERE ok = 1 GROUP BY sk HAVING COUNT(*) > 1 ORDER BY MIN(seq)")
         for (sk,) in keys.fetchall():
-            rows = self.db.execute("SELECT line, off, len FROM calls WHERE sk = ? AND ok = 1 ORDER BY seq", (sk,))
-            found = []
-            for line, off, length in rows.fetchall():
-                entry = self._entry_at(off, length, sk.hex())
-                assert entry is not None
-                found.append((line, entry))
+            rows = self.db.execute("SELECT line, off, len, kf, lh FROM calls WHERE sk = ? AND ok = 1 ORDER BY seq",
+                                   (sk,))
+            found = [(line, self._entry_at(off, length, sk.hex(), kf, lh)) for line, off, length, kf, lh in rows]
             yield sk.hex(), found
 
     def _meta(self, name: str) -> int:
@@ -581,19 +797,18 @@ class CassetteIndex:
         for line, full_bytes, parent, message in pending:
             _full = full_bytes.hex()
             # Each break once, where it is; nodes after a break are not reported, the calls using them are.
-            if not isinstance(self.find(MSG, message), Located):
-                reason = f"refers to message {message[:12]}, which is not stored"
-            elif parent is not None and not isinstance(self.find(NODE, parent), Located):
-                reason = f"refers to parent node {parent[:12]}, which is not stored"
+            why = self._unusable(MSG, message) or (parent and self._unusable(NODE, parent))
+            if why:
+                reason = f"refers to {why}"
             elif parent is not None and self._in_cycle(parent, _full):
                 reason = "is part of a cycle"
             else:
                 continue
             problems.append(CassetteProblem(self.calls_file, line, f"node {_full[:12]} {reason}"))
         for line, off, length in self.db.execute("SELECT line, off, len FROM calls WHERE ok = 0").fetchall():
-            entry = self._entry_at(off, length, None)
-            assert entry is not None
-            problems.append(CassetteProblem(self.calls_file, line, self.missing_refs(entry) or "unresolved"))
+            entry, call = self._unresolved_at(off, length)
+            why = self.missing_refs(entry.request, entry.response, call)
+            problems.append(CassetteProblem(self.calls_file, line, why or f"{call}: its request key cannot be derived"))
         return sorted(problems, key=lambda problem: problem.line)
 
     def _in_cycle(self, parent: str, start: str) -> bool:

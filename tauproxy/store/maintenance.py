@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,30 +166,42 @@ class _SpillMap:
 
 
 class _Rewriter:
-    """Lines of a v3 cassette holding the given entries: each entry's new messages, blobs and chain
-    nodes right before its call line, each written once, under its short reference (its full hash when
-    another content of the output already has that short reference: see format.py).
+    """Lines of a current-format cassette holding the given entries: each entry's new messages, blobs
+    and chain nodes right before its call line, each written once, under its short reference (its
+    full hash when another content of the output has that short reference: see format.py).
 
     Only what the entries reach is written, so superseded calls and what only they used are dropped.
-    v1 and v2 entries are rewritten as v3. The lines are produced one at a time (a cassette can be far
-    larger than memory); what was written is remembered by reference.
+    Older entries are rewritten in the current format. The lines are produced one at a time (a
+    cassette can be far larger than memory); what was written is remembered by reference.
+
+    A clash is only seen when its second content comes, after the first was referred to by the short
+    reference both share, which the output would then hold as ambiguous. So `clashed` collects the
+    short references that clashed, and the caller writes the output again with every content under
+    them (`full`) referred to by its full hash. Clashes are rare: a second pass almost never runs.
     """
 
-    def __init__(self, scratch: Path) -> None:
+    def __init__(self, scratch: Path, full: frozenset[str] = frozenset()) -> None:
         # "KIND SHORT" -> full hash written under SHORT; "SOURCE REF" -> node reference written for the
         # node REF of source SOURCE. Both bounded in memory (see _SpillMap).
         self.written = _SpillMap(scratch)
         self.count = 0
+        self.full = full
+        self.clashed: set[str] = set()
 
     def _ref(self, kind: str, full: str) -> tuple[str, bool]:
         """(reference to write, whether it is new)."""
         short = short_ref(full)
+        if f"{kind} {short}" in self.full:
+            fresh = f"{kind} {full}" not in self.written
+            self.written[f"{kind} {full}"] = full
+            return full, fresh
         known = self.written.get(f"{kind} {short}")
         if known is None:
             self.written[f"{kind} {short}"] = full
             return short, True
         if known == full:
             return short, False
+        self.clashed.add(f"{kind} {short}")
         fresh = f"{kind} {full}" not in self.written
         self.written[f"{kind} {full}"] = full  # a clash of short references in the output: full hash
         return full, fresh
@@ -203,7 +215,7 @@ class _Rewriter:
 
     def _node(self, parent: str | None, message: str) -> tuple[str, str | None]:
         ref, new = self._ref("node", node_hash(parent, message))
-        return ref, (encode_node(ref, parent, message) if new else None)
+        return ref, (encode_node(parent, message) if new else None)
 
     def lines(self, sources: Iterable[tuple[Cassette, CassetteEntry]]) -> Iterator[str]:
         source_ids: dict[int, int] = {}
@@ -259,8 +271,8 @@ class _Rewriter:
         return steps, written
 
 
-def _replace_file(target: Path, lines: Iterable[str]) -> None:
-    """Write `lines` to a temp file beside `target`, fsync, rename over it, fsync the directory."""
+def _write_beside(target: Path, lines: Iterable[str]) -> Path:
+    """Write `lines` to a temp file beside `target` and fsync it; the caller renames it over `target`."""
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".calls.", suffix=".tmp")
     try:
@@ -270,13 +282,22 @@ def _replace_file(target: Path, lines: Iterable[str]) -> None:
             handle.flush()
             os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
-        os.replace(temp, target)
     except OSError as exc:
         Path(temp).unlink(missing_ok=True)
         raise CassetteError(f"cannot rewrite {target}: {exc.strerror or exc}") from None
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    return Path(temp)
+
+
+def _publish(temp: Path, target: Path) -> None:
+    """Rename the finished temp file over `target` and make that durable."""
+    try:
+        os.replace(temp, target)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise CassetteError(f"cannot rewrite {target}: {exc.strerror or exc}") from None
     fsync_dir(target.parent)
 
 
@@ -290,22 +311,32 @@ def _line_count(path: Path) -> int:
     return count
 
 
-def _rewrite(cassette: Cassette, sources: Iterable[tuple[Cassette, CassetteEntry]]) -> RewriteResult:
+def _rewrite(cassette: Cassette, sources: Callable[[], Iterable[tuple[Cassette, CassetteEntry]]]) -> RewriteResult:
+    """Rewrite the cassette's file with the entries `sources()` yields (called again for a second pass)."""
     before = _line_count(cassette.file)
     entries = 0
 
     def counted() -> Iterator[tuple[Cassette, CassetteEntry]]:
         nonlocal entries
-        for source in sources:
+        entries = 0
+        for source in sources():
             entries += 1
             yield source
 
-    with tempfile.TemporaryDirectory(prefix="tauproxy-rewrite-") as scratch:
-        rewriter = _Rewriter(Path(scratch))
-        try:
-            _replace_file(cassette.file, rewriter.lines(counted()))
-        finally:
-            rewriter.written.close()
+    full: frozenset[str] = frozenset()
+    while True:
+        with tempfile.TemporaryDirectory(prefix="tauproxy-rewrite-") as scratch:
+            rewriter = _Rewriter(Path(scratch), full)
+            try:
+                temp = _write_beside(cassette.file, rewriter.lines(counted()))
+            finally:
+                rewriter.written.close()
+        if not rewriter.clashed:
+            break
+        temp.unlink()
+        # Again with those under their full hash (nodes over them then hash anew, and may clash anew).
+        full |= rewriter.clashed
+    _publish(temp, cassette.file)
     return RewriteResult(
         entries=entries,
         lines_before=before,
@@ -321,7 +352,7 @@ def compact(cassette_dir: Path, drop_bad: bool = False) -> RewriteResult:
     with locked(Path(cassette_dir)):
         cassette = Cassette.open(Path(cassette_dir), create=False)
         _refuse_damage(cassette, drop_bad)
-        return _rewrite(cassette, ((cassette, entry) for entry in cassette.iter_entries()))
+        return _rewrite(cassette, lambda: ((cassette, entry) for entry in cassette.iter_entries()))
 
 
 def prune(cassette: Cassette, keep_sample_keys: set[str], drop_bad: bool = False) -> int:
@@ -332,7 +363,7 @@ def prune(cassette: Cassette, keep_sample_keys: set[str], drop_bad: bool = False
         kept = {key for key in keep_sample_keys if fresh.lookup(key) is not None}
         removed = len(fresh) - len(kept)
         if removed:
-            _rewrite(fresh, ((fresh, entry) for entry in fresh.iter_entries(only=kept)))
+            _rewrite(fresh, lambda: ((fresh, entry) for entry in fresh.iter_entries(only=kept)))
     cassette.reload()
     return removed
 
@@ -366,7 +397,7 @@ def merge(target_dir: Path, source_dirs: list[Path], drop_bad: bool = False) -> 
                     if winners[entry.sample_key] == number:
                         yield cassette, entry
 
-        result = _rewrite(target, merged())
+        result = _rewrite(target, merged)
     result.added, result.replaced = added, replaced
     result.dropped_bad = sum(len(c.problems) for c in [target, *sources])
     return result

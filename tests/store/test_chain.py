@@ -12,7 +12,7 @@ from test_cassette import TOOLS, body, lines_of, record, wire
 from tauproxy.data_model.key import canonical_json, canonical_request, message_hash, request_key, sample_key
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.diff import miss_message, nearest_entry
-from tauproxy.store.entry import CassetteEntry, StoredRequest
+from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry, StoredRequest
 from tauproxy.store.format import chain_refs, encode_msg, node_hash, short_ref
 from tauproxy.store.maintenance import compact, merge, stats, verify
 
@@ -33,6 +33,13 @@ def conversation(directory: Path, calls: int, task_id: str = "t1") -> tuple[Cass
     return cassette, entries
 
 
+def address(line: dict[str, Any]) -> str | None:
+    """The reference a content line is named by: its `h`, or for a v4 node the hash of its `p` and `m`."""
+    if line["t"] == "node":
+        return line.get("h") or short_ref(node_hash(line["p"], line["m"]))
+    return line.get("h")
+
+
 def write_lines(directory: Path, lines: list[dict[str, Any]]) -> None:
     (directory / "calls.jsonl").write_text("".join(canonical_json(line) + "\n" for line in lines))
 
@@ -40,18 +47,19 @@ def write_lines(directory: Path, lines: list[dict[str, Any]]) -> None:
 def as_version_1(directory: Path) -> None:
     """Rewrite a cassette as tauproxy wrote it before chains: no nodes, every call lists its messages."""
     cassette = Cassette.open(directory, create=False)
+    by_line = dict(cassette.history())
     lines = []
-    for line in lines_of(directory):
+    for number, line in enumerate(lines_of(directory), start=1):
         if line["t"] == "node":
             continue
         if line["t"] == "call":
+            entry = by_line[number]
+            line = {"t": "call", **entry.model_dump(mode="json"), "v": 1}  # v1 wrote every field
             request = line["request"]
             chain = request.pop("chain")
             request["messages"] = [message for _, _, message in cassette.chain(chain)]
-            if "sample_key" not in line:  # v3 derives it; v1 stored it
-                line["sample_key"] = sample_key(line["key"], line["seed"], line["task_id"], line["trial"],
-                                                line["occurrence"])
-            line["v"] = 1
+            assert line["sample_key"] == sample_key(entry.key, entry.seed, entry.task_id, entry.trial,
+                                                    entry.occurrence)
         lines.append(line)
     write_lines(directory, lines)
 
@@ -67,8 +75,11 @@ def test_each_call_writes_only_its_new_messages_and_nodes(tmp_path: Path) -> Non
     first, second = (line for line in added if line["t"] == "call")
     nodes = [line for line in added if line["t"] == "node"]
     assert nodes[0]["p"] == first["request"]["chain"]  # the new chain continues the old one
-    assert second["request"]["chain"] == nodes[1]["h"] == short_ref(node_hash(nodes[0]["h"], nodes[1]["m"]))
-    assert "messages" not in second["request"] and second["v"] == 3 and "sample_key" not in second
+    assert "h" not in nodes[0] and "h" not in nodes[1]  # v4: a node is named by the hash of its p and m
+    assert nodes[1]["p"] == short_ref(node_hash(nodes[0]["p"], nodes[0]["m"]))
+    assert second["request"]["chain"] == short_ref(node_hash(nodes[1]["p"], nodes[1]["m"]))
+    assert "messages" not in second["request"] and second["v"] == ENTRY_VERSION == 4
+    assert "sample_key" not in second and "key" not in second  # both derived on read
 
 
 def test_chain_hashes_are_the_documented_ones(tmp_path: Path) -> None:
@@ -81,9 +92,9 @@ def test_chain_hashes_are_the_documented_ones(tmp_path: Path) -> None:
     assert entries[1].request.chain == parent == chain_refs(refs)[-1][0]
     assert cassette.message_hashes(entries[1]) == refs
     assert cassette.message_count(entries[1]) == 4
+    nodes = [line for line in lines_of(tmp_path / "c") if line["t"] == "node"]
+    assert [short_ref(node_hash(node["p"], node["m"])) for node in nodes] == [ref for ref, _, _ in chain_refs(refs)]
     for line in lines_of(tmp_path / "c"):
-        if line["t"] == "node":
-            assert line["h"] == short_ref(node_hash(line["p"], line["m"]))
         if line["t"] == "msg":
             assert line["h"] == short_ref(message_hash(line["m"]))
 
@@ -98,7 +109,7 @@ def test_a_request_without_messages_has_no_chain(tmp_path: Path) -> None:
     assert stored is not None and reopened.request_of(stored)["messages"] == []
 
 
-def test_version_1_cassette_is_read_extended_and_compacted_to_version_3(tmp_path: Path) -> None:
+def test_version_1_cassette_is_read_extended_and_compacted_to_version_4(tmp_path: Path) -> None:
     directory = tmp_path / "c"
     cassette, entries = conversation(directory, 3)
     before = {e.sample_key: (cassette.request_of(e), cassette.response_of(e)) for e in entries}
@@ -112,7 +123,7 @@ def test_version_1_cassette_is_read_extended_and_compacted_to_version_3(tmp_path
     wanted = before[entries[2].sample_key][0]
     assert nearest_entry(old, wanted, "t1", 0, "agent", 9) == old.lookup(entries[2].sample_key)
 
-    # A new call in a v1 cassette is written as v3, reusing the messages the v1 lines stored.
+    # A new call in a v1 cassette is written as v4, reusing the messages the v1 lines stored.
     more = wanted["messages"] + [
         {"role": "assistant", "content": "answer 2"},
         {"role": "user", "content": "question 3"},
@@ -129,7 +140,7 @@ def test_version_1_cassette_is_read_extended_and_compacted_to_version_3(tmp_path
     compact(directory)
     compacted = Cassette.open(directory, create=False)
     assert verify(compacted) == []
-    assert all(e.v == 3 and e.request.messages is None for e in compacted.entries())
+    assert all(e.v == ENTRY_VERSION and e.request.messages is None for e in compacted.entries())
     assert {e.sample_key: (compacted.request_of(e), compacted.response_of(e)) for e in entries} == before
     assert sum(line["t"] == "node" for line in lines_of(directory)) == 8  # shared by all four calls
 
@@ -160,7 +171,7 @@ def test_a_missing_node_makes_only_the_calls_through_it_unusable(tmp_path: Path)
     lines = lines_of(directory)
     second = next(line for line in lines if line["t"] == "call" and line["call_index"] == entries[1].call_index)
     gone = second["request"]["chain"]
-    write_lines(directory, [line for line in lines if line.get("h") != gone])
+    write_lines(directory, [line for line in lines if address(line) != gone])
 
     reopened = Cassette.open(directory, create=False)
     assert reopened.lookup(entries[0].sample_key) is not None
@@ -179,7 +190,7 @@ def test_a_missing_node_makes_only_the_calls_through_it_unusable(tmp_path: Path)
     lines_before = len(lines_of(directory))
     record(reopened, request, body({"role": "assistant", "content": "answer 1"}), call_index=1)
     added = lines_of(directory)[lines_before:]
-    assert [line["t"] for line in added] == ["node", "call"] and added[0]["h"] == gone
+    assert [line["t"] for line in added] == ["node", "call"] and address(added[0]) == gone
     healed = Cassette.open(directory, create=False)
     assert healed.problems == [] and healed.lookup(entries[2].sample_key) is not None
 
@@ -206,7 +217,17 @@ def test_tampered_node_line_is_detected(tmp_path: Path) -> None:
     lines = file.read_text().splitlines(keepends=True)
     index = next(i for i, line in enumerate(lines) if '"t":"node"' in line and '"p":null' not in line)
     node = json.loads(lines[index])
+    # v4 names a node by the hash of its p and m: an edited node is another node, and the chain
+    # through the old one breaks right after it.
     lines[index] = canonical_json(node | {"m": "0" * 64}) + "\n"
+    file.write_text("".join(lines))
+    reopened = Cassette.open(directory, create=False)
+    problems = "\n".join(verify(reopened))
+    assert f"refers to message {'0' * 12}, which is not stored" in problems
+    assert f"refers to parent node {address(node)[:12]}, which is not stored" in problems  # type: ignore[index]
+    assert reopened.lookup(entries[1].sample_key) is None
+    # A v3 node line names itself (`h`): an edit that leaves `h` is a hash mismatch on that line.
+    lines[index] = canonical_json(node | {"h": address(node), "m": "0" * 64}) + "\n"
     file.write_text("".join(lines))
     reopened = Cassette.open(directory, create=False)
     assert f"{file}:{index + 1}: node hash mismatch" in "\n".join(verify(reopened))

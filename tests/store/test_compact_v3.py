@@ -1,5 +1,6 @@
-"""Old cassettes stay readable, and `compact` upgrades them to v3 (short references, no stored sample
-key) without changing a single lookup: same entries, same requests (so the same keys), same answers."""
+"""Old cassettes stay readable, and `compact` upgrades them to the current format (v4: short references,
+no stored key or sample key) without changing a single lookup: same entries, same requests (so the same
+keys), same answers."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_compact_upgrades_a_shipped_v2_cassette_without_changing_any_lookup(ship
         line = json.loads(raw)
         assert "sample_key" not in line and REF_LEN <= len(line.get("h", "x" * REF_LEN)) < FULL_LEN
     assert len(gzip.compress(new_bytes)) < len(gzip.compress(old_bytes))
-    # compact of a v3 cassette is a fixed point
+    # compact of a current cassette is a fixed point
     compact(directory)
     assert (directory / "calls.jsonl").read_bytes() == new_bytes
 
@@ -66,7 +67,7 @@ def test_a_v2_cassette_appended_to_by_this_version_reads_both_forms(tmp_path: Pa
     before = lookups(Cassette.open(directory, create=False))
     _, added = conversation(directory, 3, task_id="new")
     mixed = Cassette.open(directory, create=False)
-    assert verify(mixed) == [] and {e.v for e in mixed.entries()} == {2, 3}
+    assert verify(mixed) == [] and {e.v for e in mixed.entries()} == {2, ENTRY_VERSION}
     after = lookups(mixed)
     assert {key: after[key] for key in before} == before and all(e.sample_key in after for e in added)
     compact(directory)
