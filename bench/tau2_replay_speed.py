@@ -12,8 +12,10 @@ One script, one run:
     breaks τ²'s cache) and a `redis-server`; without them (a) is reported as skipped, with the reason.
 (b) the same `tau2 run` through `tauproxy serve --record-mode replay` (its upstream unreachable);
     serve's own CPU is measured too (it is a second process doing work for the run).
-(c) `tauproxy run --domain tau2/airline --record-mode replay` on the same cassette: τ²-bench's
-    engine in-process, every call replayed.
+(c) `tauproxy run --domain tau2/airline --record-mode replay` on the same cassette, every call
+    replayed: tauproxy's orchestrator over τ²'s environment, graded by τ²'s evaluators on forked
+    environments (tauproxy/tau2bench/trial.py). With --with-tau2-orchestrator, also (c') the same
+    run with `--tau2-orchestrator tau2` (τ²'s own run_task in-process), for comparison.
 Every side runs as a child process; wall clock around it, CPU (user + system) and peak RSS from its
 own rusage. Prints raw numbers, then RATIO lines (goal: (c) at least 100x faster than (a) and (b)).
 """
@@ -133,6 +135,8 @@ def main() -> None:
     parser.add_argument("--max-concurrency", type=int, default=1)
     parser.add_argument("--peer-venv", type=Path, default=Path("/tmp/peer"))
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--with-tau2-orchestrator", action="store_true",
+                        help="also time (c') --tau2-orchestrator tau2 on the same cassette")
     args = parser.parse_args()
     args.redis_port = None
     sys.path.insert(0, str(Path(__file__).parent))
@@ -176,6 +180,12 @@ def main() -> None:
     print(f"(c) tauproxy run tau2/airline replay: {c.line()}  calls {call_sources(tmp / 'ours')}  load {loadavg()}",
           flush=True)
     assert ours_rewards(tmp / "ours") == recorded, "(c) replayed other rewards than tau2 recorded"
+    if args.with_tau2_orchestrator:
+        c2_cmd = [*c_cmd[:-1], str(tmp / "ours-tau2"), "--tau2-orchestrator", "tau2"]
+        c2 = usage(run_timed(c2_cmd, env=env).check("tauproxy run --tau2-orchestrator tau2"))
+        print(f"(c') the same on τ²'s orchestrator:  {c2.line()}  ratio to (c): wall {c2.wall_s / c.wall_s:.2f}x, "
+              f"cpu {c2.cpu_s / c.cpu_s:.2f}x  load {loadavg()}", flush=True)
+        assert ours_rewards(tmp / "ours-tau2") == recorded, "(c') replayed other rewards than tau2 recorded"
 
     # (a) last: it needs the peer venv and Redis, and is skipped without them
     a, why = peer_cached_rerun(args, tmp, stub_url)

@@ -31,6 +31,7 @@ from tauproxy.runner.defaults import (
     MAX_CONCURRENCY_LIMIT,
     NUM_TRIALS_LIMIT,
 )
+from tauproxy.tau2bench.settings import OUR_ORCHESTRATOR
 
 AGENT = "Agent, user and judge"
 RUN = "Tasks and trials"
@@ -85,6 +86,9 @@ class RunFlags:
         "Messages τ²'s repetition judge looks at (tau2/ domains).", AGENT, min=1))
     judge_system_prompt: str | None = field(default=None, metadata=spec(
         "System prompt of τ²'s repetition judge (tau2/ domains).", AGENT))
+    tau2_orchestrator: str = field(default=OUR_ORCHESTRATOR, metadata=spec(
+        "tau2/ domains: tauproxy (fast, τ²'s rules) | tau2 (τ²'s own run_task); both send the same requests.",
+        AGENT))
     num_trials: int = field(default=DEFAULT_NUM_TRIALS, metadata=spec(
         "Trials per task.", RUN, min=1, max=NUM_TRIALS_LIMIT))
     num_tasks: int | None = field(default=None, metadata=spec("First N tasks only.", RUN, min=1))

@@ -114,7 +114,8 @@ class RunInfo(BaseModel):
     cassette: str | None = None
     record_mode: str | None = None
     price_source: str | None = None
-    # What ran the trials: None for tauproxy's own engine, "tau2 26.3" for τ²-bench's (tauproxy/tau2bench).
+    # What ran the trials: None for tauproxy's own engine; for τ²-bench's domains its version and the
+    # orchestrator, "tau2 26.3, tauproxy orchestrator" (tauproxy/tau2bench/trial.py).
     engine: str | None = None
 
 

@@ -62,7 +62,8 @@ def origin_of(results: Results) -> Origin:
 def made_by_of(results: Results) -> str:
     if isinstance(results, SourcedResults) and results.made_by is not None:
         return results.made_by
-    return f"tauproxy {results.info.tauproxy_version}"
+    engine = results.info.engine
+    return f"tauproxy {results.info.tauproxy_version}" + (f" on {engine}" if engine else "")
 
 
 def observed_calls_of(results: Results) -> dict[str, list[ObservedCall]]:

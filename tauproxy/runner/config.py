@@ -28,7 +28,7 @@ from tauproxy.runner.defaults import (
     NUM_TRIALS_LIMIT,
     PLANNED_TRIALS_LIMIT,
 )
-from tauproxy.tau2bench.settings import Tau2Settings
+from tauproxy.tau2bench.settings import OUR_ORCHESTRATOR, Tau2Orchestrator, Tau2Settings
 from tauproxy.validation import first_problem
 
 # Where trials run: threads in this process, or Ray tasks (a local instance or a cluster).
@@ -123,6 +123,8 @@ class RunConfig(BaseModel):
     max_cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     max_infra_errors: int = Field(default=DEFAULT_MAX_INFRA_ERRORS, ge=1)
     solo: bool = False
+    # τ²-bench domains only: which orchestrator runs a trial (tauproxy/tau2bench/trial.py).
+    tau2_orchestrator: Tau2Orchestrator = OUR_ORCHESTRATOR
     # Under "thread", max_concurrency is the number of trials at once; under "ray" it caps live model
     # calls across the cluster, and the trials at once are the cluster's CPUs (see runner/ray_executor.py).
     executor: Executor = DEFAULT_EXECUTOR
@@ -135,7 +137,8 @@ class RunConfig(BaseModel):
         return Tau2Settings(domain=self.domain, agent=self.agent, user=self.user, judge=judge,
                             judge_window_size=self.judge_window_size,
                             judge_system_prompt=self.judge_system_prompt, max_steps=self.max_steps,
-                            max_errors=self.max_errors, solo=self.solo)
+                            max_errors=self.max_errors, solo=self.solo,
+                            orchestrator=self.tau2_orchestrator)
 
     @field_validator("save_to", "cassette")
     @classmethod

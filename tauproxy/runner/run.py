@@ -32,7 +32,7 @@ from tauproxy.runner.trial import TrialSpec
 from tauproxy.store.cassette import check_writable
 from tauproxy.store.format import CALLS_FILE
 from tauproxy.tau2bench.peer import is_tau2_domain
-from tauproxy.tau2bench.settings import NO_JUDGE
+from tauproxy.tau2bench.settings import NO_JUDGE, OUR_ORCHESTRATOR
 
 
 def trial_seeds(run_seed: int, num_trials: int) -> list[int]:
@@ -65,7 +65,7 @@ def run_info(pack: DomainPack, config: RunConfig, seeds: list[int], pricing: Pri
         agent_info = info.agent_info.model_copy(update={"system_prompt_sha256": agent_prompt_sha256(config.domain)})
         judge = config.tau2_settings().judge
         return info.model_copy(update={
-            "engine": engine(),
+            "engine": engine(config.tau2_orchestrator),
             "agent_info": agent_info,
             "judge_info": judge.info(_sha256(config.judge_system_prompt)) if judge is not None
             else ModelInfo(llm=NO_JUDGE),
@@ -166,6 +166,9 @@ def _load_domain(config: RunConfig) -> DomainPack:
             flag = "--judge-window-size" if config.judge_system_prompt is None else "--judge-system-prompt"
             raise ConfigError(f"{flag} sets τ²-bench's repetition judge, for tau2/ domains; {config.domain!r} "
                               "is graded by tauproxy's NL-assertion judge")
+        if config.tau2_orchestrator != OUR_ORCHESTRATOR:
+            raise ConfigError(f"--tau2-orchestrator picks what runs a tau2/ domain's trials; {config.domain!r} "
+                              "runs on tauproxy's engine")
         return load_pack(config.domain, config.tasks_file)
     from tauproxy.tau2bench.peer import parse_domain
     from tauproxy.tau2bench.plan import check_tau2_run, load_for_run

@@ -22,7 +22,8 @@ from tauproxy.domain.pack import DomainPack
 from tauproxy.domain.state import BaseState
 from tauproxy.errors import ConfigError
 from tauproxy.results.tau2_format import tau2_to_results
-from tauproxy.tau2bench.peer import Tau2Domain, installed_version, load_tau2, parse_domain, registry
+from tauproxy.tau2bench.environments import domain_module, environment_factory
+from tauproxy.tau2bench.peer import Tau2Domain, installed_version, load_tau2, parse_domain
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Tau2Catalog:
     policy: str
     agent_tools: list[dict[str, Any]]  # OpenAI schemas, as τ²'s agent sends them
     user_tools: list[dict[str, Any]]
+    has_user_tools: bool  # τ²'s user simulator gets tools (and the tools guidelines) only then
     agent_system_prompt: str
     root: Path
     content_sha256: str
@@ -46,32 +48,35 @@ class Tau2Catalog:
             raise ConfigError(f"domain {self.domain.name!r} has no task {task_id!r}") from None
 
 
+DOMAINS_WITH_SPLITS = frozenset({"airline", "retail", "telecom"})  # mock registers no split loader
+
+
 @lru_cache(maxsize=16)
 def load_catalog(name: str) -> Tau2Catalog:
     domain = parse_domain(name)
     version = load_tau2()
-    from tau2.agent.llm_agent import LLMAgent
-    from tau2.run import load_task_splits, load_tasks
     from tau2.utils.utils import DATA_DIR
 
-    splits = load_task_splits(domain.domain)
+    from tauproxy.tau2bench.source import tau2_prompts
+
+    module = domain_module(domain.domain)
+    splits = module.get_tasks_split() if domain.domain in DOMAINS_WITH_SPLITS else None
     if splits is not None and domain.split not in splits:
         raise ConfigError(
             f"τ²-bench domain {domain.domain!r} has no task split {domain.split!r} "
             f"(splits: {', '.join(sorted(splits))}; name one as tau2/{domain.domain}:<split>)"
         )
     try:
-        tasks = load_tasks(task_set_name=domain.domain, task_split_name=domain.split)
+        tasks = module.get_tasks(task_split_name=domain.split)
     except ValueError as exc:  # mock has no splits file entry for an unknown split
         raise ConfigError(f"τ²-bench domain {domain.domain!r}: {exc}") from None
-    environment = registry().get_env_constructor(domain.domain)()
+    environment = environment_factory(domain.domain)()  # a fork: its tools and policy are τ²'s
     tools = environment.get_tools()
     try:
         user_tools = environment.get_user_tools()
-    except Exception:  # τ²'s run_task treats a domain without user tools the same way
-        user_tools = []
+    except Exception:  # τ²'s run_task reads a domain without user tools the same way
+        user_tools = None
     policy = environment.get_policy()
-    agent = LLMAgent(tools=tools, domain_policy=policy, llm="unused", llm_args={})
     agent_schemas = [tool.openai_schema for tool in tools]
     user_schemas = [tool.openai_schema for tool in user_tools or []]
     task_dumps = [_without_timestamps(task.model_dump(mode="json")) for task in tasks]
@@ -89,7 +94,8 @@ def load_catalog(name: str) -> Tau2Catalog:
         policy=policy,
         agent_tools=agent_schemas,
         user_tools=user_schemas,
-        agent_system_prompt=agent.system_prompt,
+        has_user_tools=user_tools is not None,
+        agent_system_prompt=tau2_prompts().agent_system_prompt(policy),
         root=Path(DATA_DIR) / "tau2" / "domains" / domain.domain,
         content_sha256=digest,
     )

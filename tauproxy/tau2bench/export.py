@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tauproxy.tau2bench.domain import load_catalog
-from tauproxy.tau2bench.peer import registry
+from tauproxy.tau2bench.environments import environment_factory
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Tau2Export:
 
 def tau2_export(domain: str, solo: bool) -> Tau2Export:
     catalog = load_catalog(domain)
-    environment = registry().get_env_constructor(catalog.domain.domain)()
+    environment = environment_factory(catalog.domain.domain)()
     info = environment.get_info(include_tool_info=True).model_dump(mode="json")
     return Tau2Export(
         environment_info=info,

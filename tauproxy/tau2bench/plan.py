@@ -78,5 +78,6 @@ def agent_prompt_sha256(name: str) -> str:
     return hashlib.sha256(load_catalog(name).agent_system_prompt.encode()).hexdigest()
 
 
-def engine() -> str:
-    return engine_name()
+def engine(orchestrator: str) -> str:
+    """Run info's engine: τ²'s version and the orchestrator that ran the trials."""
+    return f"{engine_name()}, {orchestrator} orchestrator"

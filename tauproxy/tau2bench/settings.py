@@ -6,12 +6,19 @@ trial, so tauproxy/tau2bench stays below the runner and no trial takes a long ar
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from tauproxy.engine.llm_config import LLMConfig
 
 # `tau2 run --judge-window-size`'s default: the judge looks once the trajectory holds this many messages.
 TAU2_JUDGE_WINDOW_SIZE = 30
+# Which orchestrator runs a trial's conversation (tau2bench/trial.py): tauproxy's re-expression of
+# τ²'s rules (fast, no litellm import), or τ²'s own `run_task` (`--tau2-orchestrator tau2`).
+Tau2Orchestrator = Literal["tauproxy", "tau2"]
+OUR_ORCHESTRATOR: Tau2Orchestrator = "tauproxy"
+TAU2_ORCHESTRATOR: Tau2Orchestrator = "tau2"
 # The judge model run info names when no judge runs (`tau2 run` without --judge-llm).
 NO_JUDGE = "none"
 
@@ -30,3 +37,4 @@ class Tau2Settings(BaseModel):
     max_steps: int
     max_errors: int
     solo: bool = False
+    orchestrator: Tau2Orchestrator = OUR_ORCHESTRATOR

@@ -1,12 +1,19 @@
-"""One trial of a τ²-bench task, run by τ²-bench itself: `tau2.run.run_task`, as `tau2 run` calls it.
+"""One trial of a τ²-bench task: τ²'s conversation, environment and reward, its model calls through tauproxy.
 
-τ²'s orchestrator, agent (`llm_agent`), user simulator (`user_simulator`), environment and evaluator
-(`EvaluationType.ALL`, as `tau2 run` uses), and its repetition judge when the run names one, run
-unchanged in this thread; only their model calls go through tauproxy (tauproxy/tau2bench/bridge.py).
-τ² swallows a failed judge call ("repetition checker failed"), but the bridge keeps the failure, so
-the trial still ends as an infrastructure error, never as a score. Its SimulationRun is read into ours with the reader
-`report` uses for τ²'s files, so reports, diff and check treat it like any trial; the calls, costs
-and duration are ours.
+Two orchestrators run it, and both send the requests `tau2 run` sends, so a cassette is shared
+between them and with `tau2 run` through serve:
+- tauproxy's (tau2bench/loop.py), the default: τ²'s orchestrator rules over τ²'s environment and
+  messages, graded by τ²'s evaluators (tau2bench/grade.py) on forked environments
+  (tau2bench/cow.py). It imports none of τ²'s modules that import litellm, so a strict replay
+  stays offline and a trial costs milliseconds;
+- τ²'s own (`tau2.run.run_task`, as `tau2 run` calls it), with `--tau2-orchestrator tau2`, and for
+  what the first does not cover: solo mode, the repetition judge, a task with a message history.
+  Its agent, user simulator, environment and evaluator (`EvaluationType.ALL`) run unchanged; only
+  their model calls go through tauproxy (tau2bench/bridge.py). τ² swallows a failed judge call
+  ("repetition checker failed"), but the bridge keeps the failure, so the trial still ends as an
+  infrastructure error, never as a score.
+τ²'s SimulationRun is read into ours with the reader `report` uses for τ²'s files, so reports,
+diff and check treat it like any trial; the calls, costs and duration are ours.
 
 When the trial fails:
 - under the seam (a strict-replay miss, a cassette that cannot be written): raised, as for our own
@@ -19,8 +26,10 @@ When the trial fails:
 from __future__ import annotations
 
 import time
+import uuid
+from typing import Any
 
-from tauproxy.data_model.call import CallRecord, role_cost
+from tauproxy.data_model.call import CallRecord, CallRole, role_cost
 from tauproxy.data_model.key import TrialScope
 from tauproxy.data_model.result import RewardInfo, SimulationRun, TerminationReason
 from tauproxy.errors import CassetteWriteError, InfrastructureError, ModelCallError, ReplayMissError
@@ -29,24 +38,95 @@ from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 from tauproxy.redact import redact_text
 from tauproxy.results.tau2_format import tau2_to_results
-from tauproxy.tau2bench.bridge import TrialBridge, tau2_model_name
-from tauproxy.tau2bench.domain import load_catalog
-from tauproxy.tau2bench.settings import Tau2Settings
+from tauproxy.tau2bench.bridge import SERVE_SCOPE, TrialBridge, tau2_model_name
+from tauproxy.tau2bench.domain import Tau2Catalog, load_catalog
+from tauproxy.tau2bench.environments import environment_factory
+from tauproxy.tau2bench.grade import grade
+from tauproxy.tau2bench.loop import AGENT, Conversation, Side
+from tauproxy.tau2bench.settings import TAU2_ORCHESTRATOR, Tau2Settings
+from tauproxy.tau2bench.source import tau2_prompts
+from tauproxy.tau2bench.wire import wire_params
 
 
 def run_tau2_trial(
     settings: Tau2Settings, task_id: str, trial: int, seed: int, transport: Transport, pricing: Pricing
 ) -> SimulationRun:
-    from tau2.evaluator.evaluator import EvaluationType
-    from tau2.run import run_task
-
-    started = time.perf_counter()
     catalog = load_catalog(settings.domain)
     task = catalog.task(task_id)
     client = ModelClient(transport, pricing, TrialScope(task_id=task_id, trial=trial))
+    started = time.perf_counter()
+    if runs_on_tau2_orchestrator(settings, task):
+        simulation, error, failure = _on_tau2_orchestrator(settings, catalog, task, seed, client)
+    else:
+        simulation, error, failure = _on_our_orchestrator(settings, catalog, task, seed, client)
+    return _result(catalog, task_id, trial, seed, client, simulation, error, failure, started)
+
+
+def runs_on_tau2_orchestrator(settings: Tau2Settings, task: Any) -> bool:
+    """What tauproxy's orchestrator leaves to τ²'s: solo mode, the judge, a task's message history."""
+    history = task.initial_state.message_history if task.initial_state is not None else None
+    return settings.orchestrator == TAU2_ORCHESTRATOR or settings.solo or settings.judge is not None or bool(history)
+
+
+Outcome = tuple[Any, str | None, BaseException | None]  # τ²'s SimulationRun, τ²'s error, the seam's failure
+
+
+def _on_our_orchestrator(settings: Tau2Settings, catalog: Tau2Catalog, task: Any, seed: int,
+                         client: ModelClient) -> Outcome:
+    from tau2.data_model.simulation import SimulationRun as Tau2Simulation
+    from tau2.utils.utils import get_now
+
+    prompts = tau2_prompts()
+    failure: list[BaseException] = []
+    connections = {AGENT: settings.agent.connection(), "user": settings.user.connection()}
+
+    def ask(role: str, body: dict[str, Any]) -> dict[str, Any]:
+        config = settings.agent if role == AGENT else settings.user
+        try:
+            return client.complete_wire(body, role_of(role), SERVE_SCOPE, connections[role], config.model).body
+        except BaseException as exc:
+            failure.append(exc)
+            raise
+
+    agent_params, agent_retries = wire_params(settings.agent, "agent", seed)
+    user_params, user_retries = wire_params(settings.user, "user", seed)
+    factory = environment_factory(catalog.domain.domain)
+    conversation = Conversation(
+        environment=factory(),
+        agent=Side(settings.agent.model, catalog.agent_system_prompt, agent_params, agent_retries,
+                   catalog.agent_tools or None),
+        user=Side(settings.user.model, prompts.user_system_prompt(str(task.user_scenario), catalog.has_user_tools),
+                  user_params, user_retries, catalog.user_tools if catalog.has_user_tools else None),
+        ask=ask, max_steps=settings.max_steps, max_errors=settings.max_errors,
+    )
+    start_time, start = get_now(), time.perf_counter()
+    try:
+        conversation.run(task, prompts.greeting)
+        messages = sorted(conversation.trajectory, key=lambda message: message.timestamp)
+        for index, message in enumerate(messages):
+            message.turn_idx = index
+        simulation = Tau2Simulation(
+            id=str(uuid.uuid4()), task_id=task.id, start_time=start_time, end_time=get_now(),
+            duration=time.perf_counter() - start, termination_reason=conversation.termination_reason.value,
+            reward_info=None, agent_cost=None, user_cost=None, messages=messages, seed=seed,
+        )
+        simulation.reward_info = grade(simulation, task, factory)
+    except Exception as exc:
+        return None, redact_text(f"τ²-bench raised {type(exc).__name__}: {exc}"), failure[0] if failure else None
+    return simulation, None, failure[0] if failure else None
+
+
+def role_of(role: str) -> CallRole:
+    return "agent" if role == AGENT else "user"
+
+
+def _on_tau2_orchestrator(settings: Tau2Settings, catalog: Tau2Catalog, task: Any, seed: int,
+                          client: ModelClient) -> Outcome:
+    from tau2.evaluator.evaluator import EvaluationType
+    from tau2.run import run_task
+
     bridge = TrialBridge(client)
     judge = settings.judge
-    error: str | None = None
     try:
         simulation = run_task(
             domain=catalog.domain.domain,
@@ -67,11 +147,14 @@ def run_tau2_trial(
             seed=seed,
         )
     except Exception as exc:
-        simulation = None
-        error = redact_text(f"τ²-bench raised {type(exc).__name__}: {exc}")
+        return None, redact_text(f"τ²-bench raised {type(exc).__name__}: {exc}"), bridge.failure
     finally:
         bridge.close()
-    failure = bridge.failure
+    return simulation, None, bridge.failure
+
+
+def _result(catalog: Tau2Catalog, task_id: str, trial: int, seed: int, client: ModelClient, simulation: Any,
+            error: str | None, failure: BaseException | None, started: float) -> SimulationRun:
     if isinstance(failure, ReplayMissError | CassetteWriteError):
         raise failure
     if failure is not None:
@@ -87,7 +170,7 @@ def run_tau2_trial(
         "tasks": [],
         "simulations": [simulation.model_dump(mode="json")],
     }
-    ours = tau2_to_results(document, source=settings.domain).simulations[0]
+    ours = tau2_to_results(document, source=catalog.domain.name).simulations[0]
     return ours.model_copy(
         update={
             "id": f"{task_id}:{trial}",

@@ -20,8 +20,8 @@ from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.reports.metrics import is_success
 from tauproxy.tau2bench.domain import Tau2Catalog, load_catalog
+from tauproxy.tau2bench.environments import environment_factory
 from tauproxy.tau2bench.oracle import Tau2Player, Tau2PlayerTransport
-from tauproxy.tau2bench.peer import registry
 from tauproxy.tau2bench.settings import Tau2Settings
 from tauproxy.tau2bench.trial import run_tau2_trial
 from tauproxy.workflows.domain_check import DomainCheck
@@ -61,7 +61,7 @@ def check_tau2_domain(name: str) -> DomainCheck:
 
 def golden_action_errors(catalog: Tau2Catalog) -> list[str]:
     """Golden actions that raise on τ²'s environment, set up for the task as τ²'s gold environment is."""
-    constructor = registry().get_env_constructor(catalog.domain.domain)
+    constructor = environment_factory(catalog.domain.domain)
     problems = []
     for task_id, task in catalog.tasks.items():
         actions = task.evaluation_criteria.actions if task.evaluation_criteria is not None else None

@@ -136,7 +136,7 @@ def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, judge: bool, tmp
         assert our_outcome(replayed) == theirs  # reward, termination, seed and conversation per (task, trial)
         info = json.loads((replayed / "results.json").read_text())["info"]
         first = next(iter(theirs))[0]
-        assert info["engine"] == "tau2 26.3"
+        assert info["engine"] == "tau2 26.3, tauproxy orchestrator"
         assert info["trial_seeds"] == [theirs[(first, 0)][2], theirs[(first, 1)][2]]
 
         # 3. What tauproxy recorded replays strictly in tau2 run through serve, and in tauproxy run.
