@@ -8,6 +8,7 @@ unit: rich only draws the line.
 
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import dataclass, field
 
@@ -126,6 +127,10 @@ def run_with_progress(config: RunConfig, json_output: bool, fail_on_budget: bool
         # The preflight and the first live call import litellm: without this line the bar sits at 0/N.
         note("checking the models (litellm loads once, about 5 s) ...")
     prepared = prepare(config)
+    # What is loaded by now (modules, the domain, a τ² domain's whole database) lives as long as this
+    # process: frozen, the garbage collector stops re-scanning it during the trials (airline 50 x 4
+    # strict replay: 15% less time). Only here, in the CLI's short process, never in the library.
+    gc.freeze()
     done = len(prepared.specs) - len(prepared.pending)
     if done:
         note(f"resuming: {done} of {len(prepared.specs)} trials done")

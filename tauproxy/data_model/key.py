@@ -119,28 +119,74 @@ def canonical_message(message: dict[str, Any]) -> dict[str, Any]:
 
 def canonical_request(wire: dict[str, Any]) -> dict[str, Any]:
     """The part of an OpenAI-shaped request body that can change the answer, in canonical form."""
-    params = {
-        name: value
-        for name, value in wire.items()
-        if name not in EXCLUDED_PARAMS and name not in STRUCTURAL_FIELDS and value is not None
-    }
     return {
         "model": wire.get("model"),
         "messages": [canonical_message(m) for m in wire.get("messages") or []],
         "tools": _drop_nulls(wire.get("tools")) or None,
         "tool_choice": _drop_nulls(wire.get("tool_choice")),
-        "params": _drop_nulls(params),
+        "params": _params(wire),
     }
+
+
+def _params(wire: dict[str, Any]) -> dict[str, Any]:
+    params = {
+        name: value
+        for name, value in wire.items()
+        if name not in EXCLUDED_PARAMS and name not in STRUCTURAL_FIELDS and value is not None
+    }
+    return _drop_nulls(params)  # type: ignore[no-any-return]
+
+
+def _tools_text(tools: Any) -> str | None:
+    canonical = _drop_nulls(tools) or None
+    return None if canonical is None else canonical_json(canonical)
 
 
 def request_key(wire: dict[str, Any]) -> str:
     """sha256 of the canonical request. The only function that defines a key."""
-    canonical = canonical_request(wire)
     hasher = KeyHasher()
-    for message in canonical["messages"]:
-        hasher = hasher.then(canonical_json(message))
-    return hasher.key(canonical["model"], canonical["params"], canonical["tool_choice"],
-                      None if canonical["tools"] is None else canonical_json(canonical["tools"]))
+    for message in wire.get("messages") or []:
+        hasher = hasher.then(canonical_json(canonical_message(message)))
+    return _finish(hasher, wire, _tools_text(wire.get("tools")))
+
+
+def _finish(hasher: KeyHasher, wire: dict[str, Any], tools_text: str | None) -> str:
+    return hasher.key(wire.get("model"), _params(wire), _drop_nulls(wire.get("tool_choice")), tools_text)
+
+
+class ConversationKeys:
+    """request_key for the growing requests of one conversation, each message's canonical text made once.
+
+    A conversation's requests repeat its earlier messages (and its tools) in every call, so
+    request_key's cost grows with the square of its length. This keeps the hash of the longest
+    prefix of message objects the last request shared with this one (`is`, not equality) and hashes
+    only the rest, with request_key's own pieces, so the key is request_key's. The caller owes one
+    promise: a message or tools object it sent is never changed afterwards (tauproxy/tau2bench/loop.py
+    builds each once); tests check the keys against request_key of the bodies as sent.
+    """
+
+    __slots__ = ("_hashers", "_messages", "_tools", "_tools_text")
+
+    def __init__(self) -> None:
+        self._messages: list[Any] = []
+        self._hashers: list[KeyHasher] = [KeyHasher()]
+        self._tools: Any = None
+        self._tools_text: str | None = None
+
+    def key(self, wire: dict[str, Any]) -> str:
+        messages = wire.get("messages") or []
+        shared = 0
+        while shared < len(self._messages) and shared < len(messages) and messages[shared] is self._messages[shared]:
+            shared += 1
+        del self._messages[shared:]
+        del self._hashers[shared + 1:]
+        for message in messages[shared:]:
+            self._hashers.append(self._hashers[-1].then(canonical_json(canonical_message(message))))
+            self._messages.append(message)
+        tools = wire.get("tools")
+        if tools is not self._tools or tools is None:
+            self._tools, self._tools_text = tools, _tools_text(tools)
+        return _finish(self._hashers[-1], wire, self._tools_text)
 
 
 class KeyHasher:
@@ -266,16 +312,17 @@ class Occurrences:
 
 
 def identify(
-    wire: dict[str, Any], scope: TrialScope, occurrences: Occurrences | None
+    wire: dict[str, Any], scope: TrialScope, occurrences: Occurrences | None, keys: ConversationKeys | None = None
 ) -> tuple[SampleIdentity, int]:
     """The sample identity of a request body (without connection settings) and its call index.
 
     With `occurrences`, claims the request's next occurrence in `scope` now: callers identify each
     call exactly once, in the order the calls are made. Without (a caller that cannot say which
     trial a call belongs to, such as `serve` without a scope header), every identical request is
-    occurrence 0: one sample per distinct request, whatever order requests arrive in.
+    occurrence 0: one sample per distinct request, whatever order requests arrive in. `keys`, for
+    the requests of one conversation, computes the same key without rehashing what they share.
     """
-    key = request_key(wire)
+    key = request_key(wire) if keys is None else keys.key(wire)
     seed = seed_of(wire)
     slot = occurrences.take(scope, key) if occurrences is not None else CallSlot(0, 0)
     identity = SampleIdentity(

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from tauproxy.tau2bench.wire import Answer, litellm_message, request_body
@@ -49,6 +50,12 @@ class Side:
     params: dict[str, Any]
     retries: int
     tools: list[dict[str, Any]] | None  # OpenAI schemas; None: the role has no tools
+
+    @cached_property
+    def system_message(self) -> dict[str, Any]:
+        # One object for all of a trial's requests, as its history's messages are: a message sent
+        # is never changed, so the request key of each call hashes only what the last one lacked.
+        return {"role": "system", "content": self.system_prompt}
 
 
 @dataclass
@@ -150,8 +157,7 @@ class Conversation:
                 history.append(litellm_message(part))
 
     def _answer(self, role: str, side: Side, history: list[dict[str, Any]]) -> Answer:
-        body = request_body(side.model, [{"role": "system", "content": side.system_prompt}, *history],
-                            side.params, side.tools)
+        body = request_body(side.model, [side.system_message, *history], side.params, side.tools)
         answer = Answer(self.ask(role, body))
         for _ in range(side.retries):
             if not answer.is_empty:

@@ -30,7 +30,7 @@ import uuid
 from typing import Any
 
 from tauproxy.data_model.call import CallRecord, CallRole, role_cost
-from tauproxy.data_model.key import TrialScope
+from tauproxy.data_model.key import ConversationKeys, TrialScope
 from tauproxy.data_model.result import RewardInfo, SimulationRun, TerminationReason
 from tauproxy.errors import CassetteWriteError, InfrastructureError, ModelCallError, ReplayMissError
 from tauproxy.proxy.client import ModelClient
@@ -79,11 +79,13 @@ def _on_our_orchestrator(settings: Tau2Settings, catalog: Tau2Catalog, task: Any
     prompts = tau2_prompts()
     failure: list[BaseException] = []
     connections = {AGENT: settings.agent.connection(), "user": settings.user.connection()}
+    keys = {AGENT: ConversationKeys(), "user": ConversationKeys()}
 
     def ask(role: str, body: dict[str, Any]) -> dict[str, Any]:
         config = settings.agent if role == AGENT else settings.user
         try:
-            return client.complete_wire(body, role_of(role), SERVE_SCOPE, connections[role], config.model).body
+            return client.complete_wire(body, role_of(role), SERVE_SCOPE, connections[role], config.model,
+                                        keys[role]).body
         except BaseException as exc:
             failure.append(exc)
             raise

@@ -114,3 +114,27 @@ def test_connection_settings_never_reach_the_wire() -> None:
     text = str(wire)
     assert "sk-secret" not in text and "sk-leak" not in text and "http://x" not in text
     assert wire["messages"][0]["tool_calls"][0]["function"]["arguments"] == "{\"a\":2,\"b\":1}"
+
+
+def test_conversation_keys_are_request_keys_as_a_conversation_grows_forks_and_changes() -> None:
+    from tauproxy.data_model.key import ConversationKeys
+
+    keys = ConversationKeys()
+    messages = list(BASE["messages"])
+    tools = BASE["tools"]
+    seen = []
+    for turn in range(6):
+        wire = {**BASE, "messages": list(messages), "tools": tools, "seed": turn}
+        assert keys.key(wire) == request_key(wire)
+        seen.append(keys.key(wire))
+        messages.append({"role": "user" if turn % 2 else "assistant", "content": f"turn {turn}", "name": None})
+    assert len(set(seen)) == len(seen)
+    # A request that shares only a prefix (a retry, another branch), other tools, no tools at all.
+    branch = {**BASE, "messages": [*BASE["messages"][:2], {"role": "user", "content": "other"}]}
+    assert keys.key(branch) == request_key(branch)
+    other_tools = {**BASE, "tools": [{"type": "function", "function": {"name": "g"}}]}
+    assert keys.key(other_tools) == request_key(other_tools)
+    bare = {k: v for k, v in BASE.items() if k not in ("tools", "tool_choice")}
+    assert keys.key(bare) == request_key(bare)
+    # Equal but not the same objects: rehashed, and still equal.
+    assert keys.key(copy.deepcopy(BASE)) == request_key(BASE)
