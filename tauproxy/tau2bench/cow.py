@@ -97,9 +97,24 @@ def _private_copy(value: Any) -> Any:
     return fast_copy(value)
 
 
+# Whether a base's nested dict holds records only, by the dict's id: a search reads every flight, and
+# checking each flight's dates anew was most of its cost. An entry keeps its dict alive, so the id is
+# never reused; only the bases' own dicts get here (a fork copies from its base), and bases never change.
+_RECORDS_ONLY: dict[int, tuple[dict[str, Any], bool]] = {}
+
+
+def _holds_records_only(value: dict[str, Any]) -> bool:
+    known = _RECORDS_ONLY.get(id(value))
+    if known is not None and known[0] is value:
+        return known[1]
+    answer = all(isinstance(v, BaseModel) for v in value.values())
+    _RECORDS_ONLY[id(value)] = (value, answer)
+    return answer
+
+
 def _private_field(value: Any) -> Any:
     kind = type(value)
-    if kind is dict and len(value) >= NESTED_COW_MIN_ENTRIES and all(isinstance(v, BaseModel) for v in value.values()):
+    if kind is dict and len(value) >= NESTED_COW_MIN_ENTRIES and _holds_records_only(value):
         return CowDict(value)
     if isinstance(value, BaseModel):
         return _copy_model(value, _private_field)

@@ -101,7 +101,7 @@ def both(domain: str, task_id: str, answer: Callable[[], Answerer],
 def comparable(run: Any) -> Any:
     data = run.model_dump(mode="json", exclude={"duration", "calls"})
     # τ² prints a message's time into an error about it.
-    return json.loads(re.sub(r"timestamp: [0-9T:.-]+", "timestamp: T", json.dumps(data).replace(run.id, "ID")))
+    return json.loads(re.sub(r"timestamp: [0-9T:.-]+", "timestamp: T", json.dumps(data)))
 
 
 def assert_same(domain: str, task_id: str, answer: Callable[[], Answerer], **changes: Any) -> Any:
