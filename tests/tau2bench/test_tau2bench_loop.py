@@ -241,3 +241,23 @@ print(run.termination_reason, "litellm" in sys.modules, "openai" in sys.modules)
                           env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-3:] == ["user_stop", "False", "False"]
+
+
+def test_the_orchestrator_is_a_tau2_setting_named_in_run_info(tmp_path: Any) -> None:
+    from pydantic import ValidationError
+
+    from tauproxy.errors import ConfigError
+    from tauproxy.runner.config import RunConfig
+    from tauproxy.runner.run import execute
+
+    with pytest.raises(ConfigError, match="--tau2-orchestrator"):
+        execute(RunConfig(domain="mock", agent=LLMConfig(model="scripted/oracle"), tau2_orchestrator="tau2",
+                          save_to=tmp_path / "own"))
+    with pytest.raises(ValidationError):
+        RunConfig(domain="tau2/mock", agent=LLMConfig(model="openai/a"), tau2_orchestrator="fast")  # type: ignore[arg-type]
+    for orchestrator in (OUR_ORCHESTRATOR, TAU2_ORCHESTRATOR):
+        config = RunConfig(domain="tau2/airline", agent=LLMConfig(model="openai/a"), tau2_orchestrator=orchestrator)
+        assert config.tau2_settings().orchestrator == orchestrator
+    from tauproxy.tau2bench.plan import engine
+
+    assert engine(OUR_ORCHESTRATOR).endswith(", tauproxy orchestrator")
