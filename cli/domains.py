@@ -95,8 +95,8 @@ def check_command(
 ) -> None:
     """Oracle passes 100%, a do-nothing agent at most 10%, golden actions obey the policy.
 
-    On a τ²-bench domain (tau2/<name>) the oracle plays τ²'s tasks through τ²'s own engine and grader;
-    there the do-nothing rate is shown but not held to 10%, as τ²'s tasks are not ours to change."""
+    On a τ²-bench domain (tau2/<name>) the oracle plays τ²'s tasks under τ²'s rules, environment and
+    grader; there the do-nothing rate is shown but not held to 10%, as τ²'s tasks are not ours to change."""
     from pathlib import Path
 
     from tauproxy.domain.pack import available_domains

@@ -1,8 +1,8 @@
 """A scripted player of τ²-bench's tasks, for `tauproxy domains check tau2/<name>`.
 
-τ²'s engine runs each task unchanged (its orchestrator, agent, user simulator, environment and
-evaluator: tauproxy/tau2bench/trial.py); only the answers to its agent's and user's model calls come
-from here instead of a model. The player is handed the task, so it need not guess it, and answers
+Each task runs as any trial of a tau2/ domain does (tauproxy/tau2bench/trial.py: τ²'s rules,
+environment and evaluators); only the answers to its agent's and user's model calls come from here
+instead of a model. The player is handed the task, so it need not guess it, and answers
 from the task's evaluation criteria:
 
 - the agent takes one golden action per turn: its own as a tool call, the user's as a request to
