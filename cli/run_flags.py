@@ -88,7 +88,7 @@ class RunFlags:
         "System prompt of τ²'s repetition judge (tau2/ domains).", AGENT))
     tau2_orchestrator: str = field(default=OUR_ORCHESTRATOR, metadata=spec(
         "tau2/ domains: tauproxy (fast, τ²'s rules) | tau2 (τ²'s own run_task); both send the same requests.",
-        AGENT))
+        AGENT, sets=("tau2_orchestrator",)))
     num_trials: int = field(default=DEFAULT_NUM_TRIALS, metadata=spec(
         "Trials per task.", RUN, min=1, max=NUM_TRIALS_LIMIT))
     num_tasks: int | None = field(default=None, metadata=spec("First N tasks only.", RUN, min=1))

@@ -16,7 +16,13 @@ from tauproxy.engine.agent import AgentPrompt
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.modes import parse_record_mode
-from tauproxy.runner.config import RunConfig, load_agent_config, parse_executor, parse_llm_args
+from tauproxy.runner.config import (
+    RunConfig,
+    load_agent_config,
+    parse_executor,
+    parse_llm_args,
+    parse_tau2_orchestrator,
+)
 from tauproxy_cli.run_flags import RunFlags, as_is_options, run_options
 
 
@@ -35,6 +41,7 @@ def build_run_config(flags: RunFlags) -> RunConfig:
             task_ids=_split_task_ids(flags.task_ids),
             record_mode=parse_record_mode(flags.record_mode),
             executor=executor,
+            tau2_orchestrator=parse_tau2_orchestrator(flags.tau2_orchestrator),
         )
     except ValidationError as exc:
         raise ConfigError(_flag_error(exc.errors()[0])) from None

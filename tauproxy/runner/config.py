@@ -35,6 +35,14 @@ from tauproxy.validation import first_problem
 Executor = Literal["thread", "ray"]
 
 
+def parse_tau2_orchestrator(value: str) -> Tau2Orchestrator:
+    value = value.strip().lower()
+    for name in get_args(Tau2Orchestrator):
+        if value == name:
+            return cast(Tau2Orchestrator, name)
+    raise ConfigError(f"unknown --tau2-orchestrator {value!r} (choose from: {', '.join(get_args(Tau2Orchestrator))})")
+
+
 def parse_executor(value: str) -> Executor:
     value = value.strip().lower()
     for name in get_args(Executor):

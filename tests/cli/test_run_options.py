@@ -99,6 +99,7 @@ def sample_changes(tmp_path: Path) -> dict[str, dict[str, Any]]:
         "max_cost": {"max_cost": 1.5},
         "max_infra_errors": {"max_infra_errors": 3},
         "executor": {"executor": "ray"},
+        "tau2_orchestrator": {"tau2_orchestrator": "tau2"},
         "ray_address": {"ray_address": "ray://head:10001", "executor": "ray"},
         "against": {"against": tmp_path, "until_decided": True, "max_cost": 1.0},
         "until_decided": {"until_decided": True, "against": tmp_path, "max_cost": 1.0},
