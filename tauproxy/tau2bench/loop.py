@@ -172,6 +172,9 @@ class Conversation:
                  for call_id, name, arguments in answer.tool_calls]
         return calls or None
 
+    # A message's cost: τ² writes litellm's price of the call there; tauproxy prices every call
+    # itself (its CallRecord), and a trial's result never reads the message's, so it is 0.0, as τ²
+    # writes for a model litellm has no price for.
     def _generate_agent(self) -> Any:
         from tau2.data_model.message import AssistantMessage
 
