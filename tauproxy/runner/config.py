@@ -36,19 +36,18 @@ Executor = Literal["thread", "ray"]
 
 
 def parse_tau2_orchestrator(value: str) -> Tau2Orchestrator:
-    value = value.strip().lower()
-    for name in get_args(Tau2Orchestrator):
-        if value == name:
-            return cast(Tau2Orchestrator, name)
-    raise ConfigError(f"unknown --tau2-orchestrator {value!r} (choose from: {', '.join(get_args(Tau2Orchestrator))})")
+    return cast(Tau2Orchestrator, _choice(value, get_args(Tau2Orchestrator), "--tau2-orchestrator"))
 
 
 def parse_executor(value: str) -> Executor:
+    return cast(Executor, _choice(value, get_args(Executor), "executor"))
+
+
+def _choice(value: str, choices: tuple[str, ...], what: str) -> str:
     value = value.strip().lower()
-    for name in get_args(Executor):
-        if value == name:
-            return cast(Executor, name)
-    raise ConfigError(f"unknown executor {value!r} (choose from: {', '.join(get_args(Executor))})")
+    if value in choices:
+        return value
+    raise ConfigError(f"unknown {what} {value!r} (choose from: {', '.join(choices)})")
 
 
 class AgentConfig(BaseModel):

