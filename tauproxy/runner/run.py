@@ -170,10 +170,11 @@ def _load_domain(config: RunConfig) -> DomainPack:
             raise ConfigError(f"--tau2-orchestrator picks what runs a tau2/ domain's trials; {config.domain!r} "
                               "runs on tauproxy's engine")
         return load_pack(config.domain, config.tasks_file)
-    from tauproxy.tau2bench.peer import parse_domain
+    from tauproxy.tau2bench.peer import load_tau2, parse_domain
     from tauproxy.tau2bench.plan import check_tau2_run, load_for_run
 
     parse_domain(config.domain)  # a misspelt domain is named first, before what its models cannot do
+    load_tau2()  # then a missing or unsupported τ²-bench (cheap: it imports nothing of τ²'s)
     judge = config.tau2_settings().judge
     check_tau2_run(agent_model=config.agent.model, user_model=config.user.model, solo=config.solo,
                    custom_prompt=config.agent_prompt.custom is not None, agent_impl=config.agent_impl,

@@ -50,6 +50,14 @@ def test_without_the_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(ConfigError) as caught:
         peer.load_tau2()
     assert str(caught.value) == peer.INSTALL_HINT and "pip install 'tauproxy[tau2]'" in str(caught.value)
+    # A run says so first, before what its (default, scripted) user model cannot do.
+    from tauproxy.engine.llm_config import LLMConfig
+    from tauproxy.runner.config import RunConfig
+    from tauproxy.runner.run import execute
+
+    with pytest.raises(ConfigError) as caught:
+        execute(RunConfig(domain="tau2/airline", agent=LLMConfig(model="openai/gpt-4.1")))
+    assert str(caught.value) == peer.INSTALL_HINT
 
 
 def test_unsupported_version_is_refused() -> None:
