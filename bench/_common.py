@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,19 @@ def print_machine(name: str) -> None:
     print(f"# {name}  date={datetime.date.today().isoformat()}  nproc={os.cpu_count()}  "
           f"cpu={cpu_model()!r}  python={platform.python_version()}  loadavg(1,5,15)={loadavg()}",
           flush=True)
+
+
+def per_call(fn: Callable[[int], Any], reps: int, budget_s: float | None = None, min_reps: int = 20) -> list[float]:
+    """Seconds per call, one call per sample; with a budget, stop after it (but not before min_reps)."""
+    samples: list[float] = []
+    deadline = None if budget_s is None else time.perf_counter() + budget_s
+    for i in range(reps):
+        started = time.perf_counter_ns()
+        fn(i)
+        samples.append((time.perf_counter_ns() - started) / 1e9)
+        if deadline is not None and i + 1 >= min_reps and time.perf_counter() > deadline:
+            break
+    return samples
 
 
 def median(values: list[float]) -> float:

@@ -22,22 +22,8 @@ import argparse
 import copy
 import gc
 import json
-import time
 
-from _common import median, print_machine
-
-
-def per_call(fn, reps: int, budget_s: float | None = None, min_reps: int = 20) -> list[float]:
-    """Seconds per call, one call per sample."""
-    samples: list[float] = []
-    deadline = None if budget_s is None else time.perf_counter() + budget_s
-    for i in range(reps):
-        started = time.perf_counter_ns()
-        fn(i)
-        samples.append((time.perf_counter_ns() - started) / 1e9)
-        if deadline is not None and i + 1 >= min_reps and time.perf_counter() > deadline:
-            break
-    return samples
+from _common import median, per_call, print_machine
 
 
 def written_state(base, db):

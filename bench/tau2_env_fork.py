@@ -22,19 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from _common import median, print_machine
-
-
-def per_call(fn: Callable[[int], Any], reps: int, budget_s: float | None = None, min_reps: int = 10) -> list[float]:
-    samples: list[float] = []
-    deadline = None if budget_s is None else time.perf_counter() + budget_s
-    for i in range(reps):
-        started = time.perf_counter_ns()
-        fn(i)
-        samples.append((time.perf_counter_ns() - started) / 1e9)
-        if deadline is not None and i + 1 >= min_reps and time.perf_counter() > deadline:
-            break
-    return samples
+from _common import median, per_call, print_machine
 
 
 def play(env: Any, task: Any, with_actions: bool = True) -> tuple[Any, Any]:
@@ -76,8 +64,8 @@ def main() -> None:
         factory_s = time.perf_counter() - started
         ours = per_call(cycle(factory, tasks, True), args.reps)
         ours_bare = per_call(cycle(factory, tasks, False), args.reps)
-        theirs = per_call(cycle(module.get_environment, tasks, True), args.reps, args.budget)
-        theirs_bare = per_call(cycle(module.get_environment, tasks, False), args.reps, args.budget / 2)
+        theirs = per_call(cycle(module.get_environment, tasks, True), args.reps, args.budget, min_reps=10)
+        theirs_bare = per_call(cycle(module.get_environment, tasks, False), args.reps, args.budget / 2, min_reps=10)
         copies = []
         base = factory.base_db
         for name in factory.cow_fields:
