@@ -50,9 +50,11 @@ def loadavg() -> str:
 
 
 def print_machine(name: str) -> None:
-    print(f"# {name}  date={datetime.date.today().isoformat()}  nproc={os.cpu_count()}  "
-          f"cpu={cpu_model()!r}  python={platform.python_version()}  loadavg(1,5,15)={loadavg()}",
-          flush=True)
+    print(
+        f"# {name}  date={datetime.date.today().isoformat()}  nproc={os.cpu_count()}  "
+        f"cpu={cpu_model()!r}  python={platform.python_version()}  loadavg(1,5,15)={loadavg()}",
+        flush=True,
+    )
 
 
 def per_call(fn: Callable[[int], Any], reps: int, budget_s: float | None = None, min_reps: int = 20) -> list[float]:
@@ -74,8 +76,10 @@ def median(values: list[float]) -> float:
 
 def spread(values: list[float], unit: str = "s", fmt: str = ".3f") -> str:
     """`median (min–max, n=N)` for one line of raw numbers."""
-    return (f"median {format(median(values), fmt)} {unit} (min {format(min(values), fmt)}, "
-            f"max {format(max(values), fmt)}, n={len(values)})")
+    return (
+        f"median {format(median(values), fmt)} {unit} (min {format(min(values), fmt)}, "
+        f"max {format(max(values), fmt)}, n={len(values)})"
+    )
 
 
 def workdir(prefix: str, keep: bool = False) -> Path:

@@ -135,8 +135,9 @@ def as_v2(v3: bytes) -> bytes:
             for part, name in ((request, "chain"), (request, "tools"), (response, "message"), (response, "raw")):
                 if part.get(name):
                     part[name] = full[part[name]]
-            line["sample_key"] = sample_key(line["key"], line["seed"], line["task_id"], line["trial"],
-                                            line["occurrence"])
+            line["sample_key"] = sample_key(
+                line["key"], line["seed"], line["task_id"], line["trial"], line["occurrence"]
+            )
             line["v"] = 2
         out.append(canonical_json(line) + "\n")
     return "".join(out).encode()
@@ -170,35 +171,54 @@ def main() -> None:
         vcr_bytes = vcr_path.stat().st_size
         v3 = as_v3(cassette)
         v2 = as_v2(v3)
-        row = {"calls": ours_calls, "ours": ours_bytes, "vcr": vcr_bytes, "ours_gz": gz(cassette / "calls.jsonl"),
-               "vcr_gz": gz(vcr_path), "v3": len(v3), "v3_gz": len(gzip.compress(v3, compresslevel=6)),
-               "v2": len(v2), "v2_gz": len(gzip.compress(v2, compresslevel=6))}
+        row = {
+            "calls": ours_calls,
+            "ours": ours_bytes,
+            "vcr": vcr_bytes,
+            "ours_gz": gz(cassette / "calls.jsonl"),
+            "vcr_gz": gz(vcr_path),
+            "v3": len(v3),
+            "v3_gz": len(gzip.compress(v3, compresslevel=6)),
+            "v2": len(v2),
+            "v2_gz": len(gzip.compress(v2, compresslevel=6)),
+        }
         for k, v in row.items():
             totals[k] += v
-        print(f"{name}: {ours_calls} calls | tauproxy {ours_bytes} B ({ours_bytes / ours_calls:.0f} B/call, "
-              f"gzip {row['ours_gz'] / ours_calls:.0f} B/call) | vcrpy {vcr_bytes} B "
-              f"({vcr_bytes / vcr_calls:.0f} B/call, gzip {row['vcr_gz'] / vcr_calls:.0f} B/call) | "
-              f"ratio {ours_bytes / vcr_bytes:.4f} (gzip {row['ours_gz'] / row['vcr_gz']:.4f}) | previous formats: "
-              f"v3 {row['v3']} B, gzip {row['v3_gz'] / ours_calls:.0f} B/call, gzip ratio "
-              f"{row['v3_gz'] / row['vcr_gz']:.4f}; v2 {row['v2']} B, gzip {row['v2_gz'] / ours_calls:.0f} B/call, "
-              f"gzip ratio {row['v2_gz'] / row['vcr_gz']:.4f}", flush=True)
-        print(f"RATIO cassette_size_gzip_{domain}: ours/theirs = {row['ours_gz'] / row['vcr_gz']:.4f} (goal: <= 0.333, "
-              f"gzip -6 bytes; v3 layout {row['v3_gz'] / row['vcr_gz']:.4f}, v2 {row['v2_gz'] / row['vcr_gz']:.4f})",
-              flush=True)
+        print(
+            f"{name}: {ours_calls} calls | tauproxy {ours_bytes} B ({ours_bytes / ours_calls:.0f} B/call, "
+            f"gzip {row['ours_gz'] / ours_calls:.0f} B/call) | vcrpy {vcr_bytes} B "
+            f"({vcr_bytes / vcr_calls:.0f} B/call, gzip {row['vcr_gz'] / vcr_calls:.0f} B/call) | "
+            f"ratio {ours_bytes / vcr_bytes:.4f} (gzip {row['ours_gz'] / row['vcr_gz']:.4f}) | previous formats: "
+            f"v3 {row['v3']} B, gzip {row['v3_gz'] / ours_calls:.0f} B/call, gzip ratio "
+            f"{row['v3_gz'] / row['vcr_gz']:.4f}; v2 {row['v2']} B, gzip {row['v2_gz'] / ours_calls:.0f} B/call, "
+            f"gzip ratio {row['v2_gz'] / row['vcr_gz']:.4f}",
+            flush=True,
+        )
+        print(
+            f"RATIO cassette_size_gzip_{domain}: ours/theirs = {row['ours_gz'] / row['vcr_gz']:.4f} (goal: <= 0.333, "
+            f"gzip -6 bytes; v3 layout {row['v3_gz'] / row['vcr_gz']:.4f}, v2 {row['v2_gz'] / row['vcr_gz']:.4f})",
+            flush=True,
+        )
 
     calls = totals["calls"]
-    print(f"total: {calls} calls | tauproxy {totals['ours']} B ({totals['ours'] / calls:.0f} B/call) | "
-          f"vcrpy {totals['vcr']} B ({totals['vcr'] / calls:.0f} B/call) | "
-          f"gzip ratio {totals['ours_gz'] / totals['vcr_gz']:.4f} (v3: {totals['v3_gz'] / totals['vcr_gz']:.4f}, "
-          f"v2: {totals['v2_gz'] / totals['vcr_gz']:.4f})")
+    print(
+        f"total: {calls} calls | tauproxy {totals['ours']} B ({totals['ours'] / calls:.0f} B/call) | "
+        f"vcrpy {totals['vcr']} B ({totals['vcr'] / calls:.0f} B/call) | "
+        f"gzip ratio {totals['ours_gz'] / totals['vcr_gz']:.4f} (v3: {totals['v3_gz'] / totals['vcr_gz']:.4f}, "
+        f"v2: {totals['v2_gz'] / totals['vcr_gz']:.4f})"
+    )
     print(json.dumps({"client": args.client, **totals}))
     ratio = totals["ours"] / totals["vcr"]
-    print(f"RATIO cassette_size: ours/theirs = {ratio:.4f} (goal: <= 0.2, tauproxy calls.jsonl bytes / "
-          f"vcrpy YAML bytes for the same {calls} calls; 1/{1 / ratio:.1f})")
+    print(
+        f"RATIO cassette_size: ours/theirs = {ratio:.4f} (goal: <= 0.2, tauproxy calls.jsonl bytes / "
+        f"vcrpy YAML bytes for the same {calls} calls; 1/{1 / ratio:.1f})"
+    )
     gz_ratio = totals["ours_gz"] / totals["vcr_gz"]
     v3_ratio, v2_ratio = totals["v3_gz"] / totals["vcr_gz"], totals["v2_gz"] / totals["vcr_gz"]
-    print(f"RATIO cassette_size_gzip: ours/theirs = {gz_ratio:.4f} (goal: <= 0.333, gzip -6 bytes over both "
-          f"workloads; v3 layout {v3_ratio:.4f}, v2 {v2_ratio:.4f})")
+    print(
+        f"RATIO cassette_size_gzip: ours/theirs = {gz_ratio:.4f} (goal: <= 0.333, gzip -6 bytes over both "
+        f"workloads; v3 layout {v3_ratio:.4f}, v2 {v2_ratio:.4f})"
+    )
 
 
 if __name__ == "__main__":

@@ -49,14 +49,32 @@ def make_results(passed: np.ndarray, agent: str, seed0: int) -> Results:
     """passed[task, trial] -> a Results of reward 1.0 / 0.0 trials; trial j has seed seed0 + j."""
     tasks = [Task(id=f"t{i}", user_scenario=UserScenario(instructions="x")) for i in range(passed.shape[0])]
     runs = [
-        SimulationRun(id=f"t{i}:{j}", task_id=f"t{i}", trial=j, seed=seed0 + j, termination_reason="user_stop",
-                      messages=[Message(role="assistant", content="ok")],
-                      reward_info=RewardInfo(reward=float(passed[i, j])), agent_cost=0.0)
-        for i in range(passed.shape[0]) for j in range(passed.shape[1])
+        SimulationRun(
+            id=f"t{i}:{j}",
+            task_id=f"t{i}",
+            trial=j,
+            seed=seed0 + j,
+            termination_reason="user_stop",
+            messages=[Message(role="assistant", content="ok")],
+            reward_info=RewardInfo(reward=float(passed[i, j])),
+            agent_cost=0.0,
+        )
+        for i in range(passed.shape[0])
+        for j in range(passed.shape[1])
     ]
-    info = RunInfo(tauproxy_version="bench", domain="sim", domain_sha256="0" * 64, num_trials=passed.shape[1],
-                   seed=seed0, trial_seeds=[seed0 + j for j in range(passed.shape[1])], max_steps=1, max_errors=1,
-                   agent_info=ModelInfo(llm=agent), user_info=ModelInfo(llm="u"), judge_info=ModelInfo(llm="j"))
+    info = RunInfo(
+        tauproxy_version="bench",
+        domain="sim",
+        domain_sha256="0" * 64,
+        num_trials=passed.shape[1],
+        seed=seed0,
+        trial_seeds=[seed0 + j for j in range(passed.shape[1])],
+        max_steps=1,
+        max_errors=1,
+        agent_info=ModelInfo(llm=agent),
+        user_info=ModelInfo(llm="u"),
+        judge_info=ModelInfo(llm="j"),
+    )
     return Results(info=info, tasks=tasks, simulations=runs)
 
 
@@ -78,9 +96,13 @@ def rates(p_a: np.ndarray, p_b: np.ndarray, pairs: int, trials: int, max_drop: f
         point_bad += (result.drop or 0.0) > max_drop + 1e-9
         low, high = result.drop_ci or (0.0, 0.0)
         covered += low - 1e-9 <= true_drop <= high + 1e-9
-    return {"bad": counts[Verdict.BAD] / pairs, "undecided": counts[Verdict.UNDECIDED] / pairs,
-            "good": counts[Verdict.GOOD] / pairs, "point_bad": point_bad / pairs,
-            "covered": covered / pairs}
+    return {
+        "bad": counts[Verdict.BAD] / pairs,
+        "undecided": counts[Verdict.UNDECIDED] / pairs,
+        "good": counts[Verdict.GOOD] / pairs,
+        "point_bad": point_bad / pairs,
+        "covered": covered / pairs,
+    }
 
 
 TRIAL_COST = 0.01
@@ -100,11 +122,20 @@ class SimulatedCandidate:
             i = int(task[1:])
             while len(self.runs[i]) < n:
                 j = len(self.runs[i])
-                self.runs[i].append(SimulationRun(
-                    id=f"t{i}:{j}", task_id=f"t{i}", trial=j, seed=self.seed0 + j, termination_reason="user_stop",
-                    messages=[Message(role="assistant", content="ok")],
-                    reward_info=RewardInfo(reward=float(self.u[i, j] < self.p[i])), agent_cost=TRIAL_COST,
-                    user_cost=0.0, judge_cost=0.0))
+                self.runs[i].append(
+                    SimulationRun(
+                        id=f"t{i}:{j}",
+                        task_id=f"t{i}",
+                        trial=j,
+                        seed=self.seed0 + j,
+                        termination_reason="user_stop",
+                        messages=[Message(role="assistant", content="ok")],
+                        reward_info=RewardInfo(reward=float(self.u[i, j] < self.p[i])),
+                        agent_cost=TRIAL_COST,
+                        user_cost=0.0,
+                        judge_cost=0.0,
+                    )
+                )
         template = make_results(np.zeros((len(self.p), 1)), "agent-b", self.seed0)
         runs = [run for i in range(len(self.p)) for run in self.runs[i]]
         return SourceOutcome(template.model_copy(update={"simulations": runs}))
@@ -122,16 +153,31 @@ def adaptive_cell(
     wrong = {Verdict.BAD: true_drop <= max_drop, Verdict.GOOD: true_drop > max_drop}
     n = len(p_a)
     budget = n * 8 * TRIAL_COST * budget_factor
-    sums = dict.fromkeys(("fixed_decided", "fixed_wrong", "adaptive_decided", "adaptive_wrong", "agree",
-                          "fixed_decisions", "trials", "spend"), 0.0)
+    sums = dict.fromkeys(
+        (
+            "fixed_decided",
+            "fixed_wrong",
+            "adaptive_decided",
+            "adaptive_wrong",
+            "agree",
+            "fixed_decisions",
+            "trials",
+            "spend",
+        ),
+        0.0,
+    )
     for pair in range(pairs):
         base = make_results(draw(p_a, 8, rng), "agent-a", seed0=10_000 + pair * 10)
-        fixed = compare_scores(make_results(draw(p_b, 8, rng), "agent-b", seed0=50_000 + pair * 10), base,
-                               "pass^1", max_drop, seed=pair).verdict
+        fixed = compare_scores(
+            make_results(draw(p_b, 8, rng), "agent-b", seed0=50_000 + pair * 10), base, "pass^1", max_drop, seed=pair
+        ).verdict
         source = SimulatedCandidate(p_b, rng, seed0=50_000 + pair * 10)
-        outcome = until_decided(source, base, {f"t{i}": 4 for i in range(n)},
-                                AdaptiveSettings(max_drop=max_drop, schedule=LookSchedule(confidence=0.95),
-                                                 max_cost=budget, seed=pair))
+        outcome = until_decided(
+            source,
+            base,
+            {f"t{i}": 4 for i in range(n)},
+            AdaptiveSettings(max_drop=max_drop, schedule=LookSchedule(confidence=0.95), max_cost=budget, seed=pair),
+        )
         adaptive = outcome.final.verdict
         decided = (Verdict.GOOD, Verdict.BAD)
         sums["fixed_decided"] += fixed in decided
@@ -150,17 +196,24 @@ def adaptive_cell(
 
 
 def adaptive_table(population: dict[str, np.ndarray], drop: float, pairs: int, budget_factor: float) -> None:
-    print(f"\n--until-decided (from 4 trials, budget = {budget_factor:g} x the fixed 8 trials' cost, {pairs} "
-          "pairs a cell) against a fixed 8 trials judged by check; baseline 8 trials per task")
-    print("| population | case | --max-drop | fixed 8: decided | wrong | until-decided: decided | wrong | "
-          "agrees with fixed | trials/task | spend | trials ratio | spend ratio |")
+    print(
+        f"\n--until-decided (from 4 trials, budget = {budget_factor:g} x the fixed 8 trials' cost, {pairs} "
+        "pairs a cell) against a fixed 8 trials judged by check; baseline 8 trials per task"
+    )
+    print(
+        "| population | case | --max-drop | fixed 8: decided | wrong | until-decided: decided | wrong | "
+        "agrees with fixed | trials/task | spend | trials ratio | spend ratio |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     trial_ratios, decided_ratios = [], []
     start = time.perf_counter()
     for name, p in population.items():
         lower = p * (1.0 - drop / p.mean())
-        for case, p_b, max_drop in (("A/A", p, 0.05), (f"true drop {drop:.2f}", lower, 0.05),
-                                    (f"true drop {drop:.2f}", lower, 0.0)):
+        for case, p_b, max_drop in (
+            ("A/A", p, 0.05),
+            (f"true drop {drop:.2f}", lower, 0.05),
+            (f"true drop {drop:.2f}", lower, 0.0),
+        ):
             cell_seed = zlib.crc32(f"adaptive|{name}|{case}|{max_drop}".encode())
             found = adaptive_cell(p, p_b, pairs, max_drop, seed=cell_seed, budget_factor=budget_factor)
             fixed_spend = len(p) * 8 * TRIAL_COST
@@ -168,15 +221,20 @@ def adaptive_table(population: dict[str, np.ndarray], drop: float, pairs: int, b
             trial_ratios.append(ratio)
             if found["fixed_decided"]:
                 decided_ratios.append(found["adaptive_decided"] / found["fixed_decided"])
-            print(f"| {name} | {case} | {max_drop:g} | {found['fixed_decided']:.3f} | {found['fixed_wrong']:.3f} | "
-                  f"{found['adaptive_decided']:.3f} | {found['adaptive_wrong']:.3f} | {found['agree']:.3f} | "
-                  f"{found['trials_per_task']:.2f} (fixed 8) | ${found['spend']:.2f} (fixed ${fixed_spend:.2f}) | "
-                  f"{ratio:.3f} | {found['spend'] / fixed_spend:.3f} |", flush=True)
+            print(
+                f"| {name} | {case} | {max_drop:g} | {found['fixed_decided']:.3f} | {found['fixed_wrong']:.3f} | "
+                f"{found['adaptive_decided']:.3f} | {found['adaptive_wrong']:.3f} | {found['agree']:.3f} | "
+                f"{found['trials_per_task']:.2f} (fixed 8) | ${found['spend']:.2f} (fixed ${fixed_spend:.2f}) | "
+                f"{ratio:.3f} | {found['spend'] / fixed_spend:.3f} |",
+                flush=True,
+            )
     print(f"({time.perf_counter() - start:.1f} s)")
-    print(f"RATIO until_decided_trials: until-decided/fixed-8 trials = "
-          f"{min(trial_ratios):.3f}-{max(trial_ratios):.3f} (decided share until-decided/fixed-8 = "
-          f"{min(decided_ratios):.3f}-{max(decided_ratios):.3f}; "
-          "goal: fewer trials, as many decisions)")
+    print(
+        f"RATIO until_decided_trials: until-decided/fixed-8 trials = "
+        f"{min(trial_ratios):.3f}-{max(trial_ratios):.3f} (decided share until-decided/fixed-8 = "
+        f"{min(decided_ratios):.3f}-{max(decided_ratios):.3f}; "
+        "goal: fewer trials, as many decisions)"
+    )
 
 
 def main() -> None:
@@ -187,8 +245,12 @@ def main() -> None:
     parser.add_argument("--drop", type=float, default=0.10)
     parser.add_argument("--adaptive-pairs", type=int, default=100)
     parser.add_argument("--adaptive-only", action="store_true")
-    parser.add_argument("--adaptive-budget", type=float, default=1.0,
-                        help="--max-cost of --until-decided, as a multiple of the fixed 8 trials' cost")
+    parser.add_argument(
+        "--adaptive-budget",
+        type=float,
+        default=1.0,
+        help="--max-cost of --until-decided, as a multiple of the fixed 8 trials' cost",
+    )
     args = parser.parse_args()
     population = {
         "uniform": np.full(args.tasks, 0.6),
@@ -197,8 +259,10 @@ def main() -> None:
     if args.adaptive_only:
         adaptive_table(population, args.drop, args.adaptive_pairs, args.adaptive_budget)
         return
-    print(f"{args.pairs} pairs per cell, {args.tasks} tasks x {args.trials} trials, 95% paired bootstrap "
-          f"(2000 resamples), metric pass^1")
+    print(
+        f"{args.pairs} pairs per cell, {args.tasks} tasks x {args.trials} trials, 95% paired bootstrap "
+        f"(2000 resamples), metric pass^1"
+    )
     print("| population | case | --max-drop | bad | undecided | good | old point rule: bad | 95% CI covers true drop |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     worst_alarm = 0.0
@@ -210,9 +274,11 @@ def main() -> None:
             for max_drop in (0.05, 0.0):
                 cell_seed = zlib.crc32(f"{name}|{case}|{max_drop}".encode())
                 found = rates(p, p_b, args.pairs, args.trials, max_drop, seed=cell_seed)
-                print(f"| {name} (mean p {p.mean():.2f}) | {case} | {max_drop:g} | {found['bad']:.3f} | "
-                      f"{found['undecided']:.3f} | {found['good']:.3f} | {found['point_bad']:.3f} | "
-                      f"{found['covered']:.3f} |")
+                print(
+                    f"| {name} (mean p {p.mean():.2f}) | {case} | {max_drop:g} | {found['bad']:.3f} | "
+                    f"{found['undecided']:.3f} | {found['good']:.3f} | {found['point_bad']:.3f} | "
+                    f"{found['covered']:.3f} |"
+                )
                 if case == "A/A":
                     worst_alarm = max(worst_alarm, found["bad"])
                 else:
@@ -220,8 +286,10 @@ def main() -> None:
     print(f"({time.perf_counter() - start:.1f} s)")
     print(f"RATIO check_false_alarm: bad/pairs on A/A = {worst_alarm:.3f} (worst cell; goal: <= 0.05)")
     for cell, power in power_at.items():
-        print(f"RATIO check_power {cell}: bad/pairs at a true {args.drop:.2f} drop = {power:.3f} "
-              f"({args.tasks} tasks x {args.trials} trials; no goal, measured)")
+        print(
+            f"RATIO check_power {cell}: bad/pairs at a true {args.drop:.2f} drop = {power:.3f} "
+            f"({args.tasks} tasks x {args.trials} trials; no goal, measured)"
+        )
     adaptive_table(population, args.drop, args.adaptive_pairs, args.adaptive_budget)
 
 

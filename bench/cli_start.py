@@ -59,11 +59,26 @@ def main() -> None:
     print(f"tauproxy --help RSS:   {spread([t.maxrss_mb for t in helps], 'MB', '.1f')}")
 
     cassette = tmp / "cassette"
-    common = ["run", "--domain", "mock", "--agent-llm", "openai/stub", "--agent-llm-args", stub_args(url),
-              "--user-llm", "scripted/user", "--num-trials", "1", "--cassette", str(cassette)]
+    common = [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        stub_args(url),
+        "--user-llm",
+        "scripted/user",
+        "--num-trials",
+        "1",
+        "--cassette",
+        str(cassette),
+    ]
     record = run_timed([*tauproxy_bin(), *common, "--record-mode", "record"]).check("recording")
-    print(f"record (live) once:    wall {record.wall_s:.3f} s, cpu {record.cpu_s:.3f} s, "
-          f"peak RSS {record.maxrss_mb:.1f} MB")
+    print(
+        f"record (live) once:    wall {record.wall_s:.3f} s, cpu {record.cpu_s:.3f} s, "
+        f"peak RSS {record.maxrss_mb:.1f} MB"
+    )
     replay_argv = [*common, "--record-mode", "replay"]
     replays = [run_timed([*tauproxy_bin(), *replay_argv]).check("replay") for _ in range(args.reps)]
     print(f"small replay wall:     {spread([t.wall_s for t in replays])}")
@@ -73,11 +88,14 @@ def main() -> None:
     help_imports = litellm_imported(["--help"])
     replay_imports = litellm_imported(replay_argv)
     record_imports = litellm_imported([*common[:-1], str(tmp / "cassette-probe"), "--record-mode", "record"])
-    print(f"litellm imported by --help: {help_imports}; by the replay: {replay_imports}; "
-          f"by a live record (control, must be True): {record_imports}")
+    print(
+        f"litellm imported by --help: {help_imports}; by the replay: {replay_imports}; "
+        f"by a live record (control, must be True): {record_imports}"
+    )
 
-    imports = [run_timed([sys.executable, "-c", "import litellm"]).check("import litellm")
-               for _ in range(args.litellm_reps)]
+    imports = [
+        run_timed([sys.executable, "-c", "import litellm"]).check("import litellm") for _ in range(args.litellm_reps)
+    ]
     print(f"python -c 'import litellm' wall: {spread([t.wall_s for t in imports])}")
     print(f"python -c 'import litellm' cpu:  {spread([t.cpu_s for t in imports])}")
 
@@ -85,10 +103,12 @@ def main() -> None:
     ours_cpu = median([t.cpu_s for t in helps])
     theirs = median([t.wall_s for t in imports])
     no_litellm = not help_imports and not replay_imports and record_imports
-    print(f"RATIO cli_start: ours/theirs = {ours / theirs:.3f} (goal: tauproxy --help < 0.5 s: "
-          f"{'PASS' if ours < 0.5 else 'FAIL'} at {ours:.3f} s wall, {ours_cpu:.3f} s CPU, load {loadavg()}; "
-          f"litellm never imported by --help or replay: {'PASS' if no_litellm else 'FAIL'}; "
-          f"theirs = import litellm {theirs:.3f} s; small replay {median([t.wall_s for t in replays]):.3f} s)")
+    print(
+        f"RATIO cli_start: ours/theirs = {ours / theirs:.3f} (goal: tauproxy --help < 0.5 s: "
+        f"{'PASS' if ours < 0.5 else 'FAIL'} at {ours:.3f} s wall, {ours_cpu:.3f} s CPU, load {loadavg()}; "
+        f"litellm never imported by --help or replay: {'PASS' if no_litellm else 'FAIL'}; "
+        f"theirs = import litellm {theirs:.3f} s; small replay {median([t.wall_s for t in replays]):.3f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,10 @@ def live_cost(results) -> tuple[float, int]:
     return total, calls
 
 
-WORLDS = {"lognormal(0,0.8)": lambda rng, n: rng.lognormal(0.0, 0.8, n),
-          "gamma(2)": lambda rng, n: rng.gamma(2.0, 1.0, n)}
+WORLDS = {
+    "lognormal(0,0.8)": lambda rng, n: rng.lognormal(0.0, 0.8, n),
+    "gamma(2)": lambda rng, n: rng.gamma(2.0, 1.0, n),
+}
 CELLS = [(6, 60, 2), (10, 20, 2), (20, 40, 2), (40, 80, 2), (60, 120, 4)]  # pilot tasks, planned tasks, trials
 
 
@@ -90,8 +92,11 @@ def coverage_report(reps: int) -> list[float]:
             now = coverage_cell(world, pilot_n, planned_n, k, reps, True, seed=pilot_n)
             before = coverage_cell(world, pilot_n, planned_n, k, reps, False, seed=pilot_n)
             ours.append(now)
-            print(f"p90 coverage, {name:16s} pilot {pilot_n:2d} x {k} -> {planned_n:3d} x {k}: {now:.3f} "
-                  f"(bootstrap only: {before:.3f}; {reps} populations)", flush=True)
+            print(
+                f"p90 coverage, {name:16s} pilot {pilot_n:2d} x {k} -> {planned_n:3d} x {k}: {now:.3f} "
+                f"(bootstrap only: {before:.3f}; {reps} populations)",
+                flush=True,
+            )
     print(f"COVERAGE estimate_p90: {min(ours):.3f}-{max(ours):.3f} over {len(ours)} cells (goal 0.90)")
     return ours
 
@@ -122,16 +127,24 @@ def main() -> None:
     prices.write_text(json.dumps(PRICES))
 
     agent = LLMConfig(model="openai/stub", args={"api_base": url, "api_key": "sk-x", "num_retries": 0})
-    full = RunConfig(domain="airline", agent=agent, user=LLMConfig(model="scripted/user"),
-                     num_trials=args.trials, prices=prices, save_to=tmp / "full")
+    full = RunConfig(
+        domain="airline",
+        agent=agent,
+        user=LLMConfig(model="scripted/user"),
+        num_trials=args.trials,
+        prices=prices,
+        save_to=tmp / "full",
+    )
     task_ids = [task.id for task in load_pack("airline").tasks]
     pilot_n = max(1, math.ceil(0.1 * len(task_ids)))
 
     started = time.perf_counter()
     outcome = execute(full)
     actual, actual_calls = live_cost(outcome.results)
-    print(f"full run: {len(task_ids)} tasks x {args.trials} trials, {actual_calls} live calls, "
-          f"actual cost ${actual:.6f}, {time.perf_counter() - started:.1f} s")
+    print(
+        f"full run: {len(task_ids)} tasks x {args.trials} trials, {actual_calls} live calls, "
+        f"actual cost ${actual:.6f}, {time.perf_counter() - started:.1f} s"
+    )
 
     pilots = {
         "first10%": full.model_copy(update={"num_tasks": pilot_n, "save_to": tmp / "pilot-first"}),
@@ -157,17 +170,22 @@ def main() -> None:
         calls = {role: round(r.calls_p50) for role, r in est.roles.items()}
         results[name] = p50
         own = "" if est.p90_coverage is None else f", own p90 coverage {est.p90_coverage:.2f} ({est.coverage_of})"
-        print(f"estimate from {name:9s}: p50 ${p50:.6f} (seeds {[f'{v:.6f}' for v in p50s]}), p90 ${p90:.6f}, "
-              f"error of p50 {100 * (p50 - actual) / actual:+.1f}%, actual <= p90: {actual <= p90}, "
-              f"calls p50 {calls}, confidence {est.confidence!r}{own}, estimate time {spread(secs)}", flush=True)
+        print(
+            f"estimate from {name:9s}: p50 ${p50:.6f} (seeds {[f'{v:.6f}' for v in p50s]}), p90 ${p90:.6f}, "
+            f"error of p50 {100 * (p50 - actual) / actual:+.1f}%, actual <= p90: {actual <= p90}, "
+            f"calls p50 {calls}, confidence {est.confidence!r}{own}, estimate time {spread(secs)}",
+            flush=True,
+        )
 
     coverage_report(args.cov_reps)
 
     err = (results["first10%"] - actual) / actual
     prior_err = (results["prior"] - actual) / actual
-    print(f"RATIO estimate_error: ours/theirs = {results['first10%'] / actual:.3f} (goal: within 25%, i.e. "
-          f"0.75-1.25; p50 from the first-10% pilot ${results['first10%']:.6f} vs actual ${actual:.6f}: "
-          f"{100 * err:+.1f}% {'PASS' if abs(err) <= 0.25 else 'FAIL'}; no-history prior {100 * prior_err:+.1f}%)")
+    print(
+        f"RATIO estimate_error: ours/theirs = {results['first10%'] / actual:.3f} (goal: within 25%, i.e. "
+        f"0.75-1.25; p50 from the first-10% pilot ${results['first10%']:.6f} vs actual ${actual:.6f}: "
+        f"{100 * err:+.1f}% {'PASS' if abs(err) <= 0.25 else 'FAIL'}; no-history prior {100 * prior_err:+.1f}%)"
+    )
 
 
 if __name__ == "__main__":

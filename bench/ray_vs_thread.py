@@ -40,13 +40,30 @@ from _common import (
 
 
 def run_cmd(url: str, cassette: Path, save_to: Path, mode: str, trials: int, *extra: str) -> list[str]:
-    return [*tauproxy_bin(), "run", "--domain", "mock", "--agent-llm", "openai/stub", "--agent-llm-args",
-            stub_args(url), "--num-trials", str(trials), "--cassette", str(cassette), "--record-mode", mode,
-            "--save-to", str(save_to), *extra]
+    return [
+        *tauproxy_bin(),
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        stub_args(url),
+        "--num-trials",
+        str(trials),
+        "--cassette",
+        str(cassette),
+        "--record-mode",
+        mode,
+        "--save-to",
+        str(save_to),
+        *extra,
+    ]
 
 
-def replays(name: str, reps: int, make: Callable[[int], tuple[Path, list[str]]], trials: int,
-            env: dict[str, str] | None = None) -> list[float]:
+def replays(
+    name: str, reps: int, make: Callable[[int], tuple[Path, list[str]]], trials: int, env: dict[str, str] | None = None
+) -> list[float]:
     """Trials per second of `reps` strict replays; each must replay every call."""
     rates: list[float] = []
     for rep in range(reps):
@@ -56,8 +73,11 @@ def replays(name: str, reps: int, make: Callable[[int], tuple[Path, list[str]]],
         if sources.get("live", 0):
             raise SystemExit(f"{name} replay {rep} made {sources['live']} live calls")
         rates.append(trials / timed.wall_s)
-        print(f"  {name} rep {rep}: wall {timed.wall_s:.2f} s, driver cpu {timed.cpu_s:.2f} s, "
-              f"{trials / timed.wall_s:.1f} trials/s, calls {sources}, load {loadavg()}", flush=True)
+        print(
+            f"  {name} rep {rep}: wall {timed.wall_s:.2f} s, driver cpu {timed.cpu_s:.2f} s, "
+            f"{trials / timed.wall_s:.1f} trials/s, calls {sources}, load {loadavg()}",
+            flush=True,
+        )
     return rates
 
 
@@ -78,8 +98,10 @@ def main() -> None:
     trials = 10 * args.trials
     cassette = tmp / "cassette"
     recorded = run_timed(run_cmd(url, cassette, tmp / "record", "record", args.trials)).check("record")
-    print(f"workload: mock, 10 tasks x {args.trials} trials = {trials} trials, strict replay of a cassette recorded "
-          f"in {recorded.wall_s:.1f} s (agent openai/stub via litellm, scripted user and judge); {args.reps} reps each")
+    print(
+        f"workload: mock, 10 tasks x {args.trials} trials = {trials} trials, strict replay of a cassette recorded "
+        f"in {recorded.wall_s:.1f} s (agent openai/stub via litellm, scripted user and judge); {args.reps} reps each"
+    )
 
     def thread_run(rep: int) -> tuple[Path, list[str]]:
         save_to = tmp / f"thread-{rep}"
@@ -99,8 +121,9 @@ def main() -> None:
 
         def joined_run(rep: int) -> tuple[Path, list[str]]:
             save_to = tmp / f"joined-{rep}"
-            return save_to, run_cmd(url, cassette, save_to, "replay", args.trials, "--executor", "ray",
-                                    "--ray-address", address)
+            return save_to, run_cmd(
+                url, cassette, save_to, "replay", args.trials, "--executor", "ray", "--ray-address", address
+            )
 
         # ray.init turned on token auth in our environment (Ray >= 2.5x); the joining runs need it too.
         joined_env = {**os.environ, **BASE_ENV, **{k: v for k, v in os.environ.items() if k.startswith("RAY_")}}
@@ -111,10 +134,14 @@ def main() -> None:
     print(f"thread (max-concurrency 2): {spread(thread, 'trials/s', '.1f')}")
     print(f"ray, own local instance ({os.cpu_count()} CPUs): {spread(ray_own, 'trials/s', '.1f')}")
     print(f"ray, joined 2-CPU instance: {spread(ray_joined, 'trials/s', '.1f')}")
-    print(f"RATIO ray_vs_thread_joined: ray/thread = {median(ray_joined) / median(thread):.3f} "
-          f"({median(ray_joined):.1f} / {median(thread):.1f} trials/s, medians)")
-    print(f"RATIO ray_vs_thread: ray/thread = {median(ray_own) / median(thread):.3f} "
-          f"({median(ray_own):.1f} / {median(thread):.1f} trials/s, medians, Ray start-up included)")
+    print(
+        f"RATIO ray_vs_thread_joined: ray/thread = {median(ray_joined) / median(thread):.3f} "
+        f"({median(ray_joined):.1f} / {median(thread):.1f} trials/s, medians)"
+    )
+    print(
+        f"RATIO ray_vs_thread: ray/thread = {median(ray_own) / median(thread):.3f} "
+        f"({median(ray_own):.1f} / {median(thread):.1f} trials/s, medians, Ray start-up included)"
+    )
 
 
 if __name__ == "__main__":

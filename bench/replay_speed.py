@@ -43,19 +43,52 @@ from _common import (
 
 
 def run_cmd(url: str, cassette, save_to, mode: str, trials: int, num_tasks: int | None, concurrency: int) -> list[str]:
-    cmd = [*tauproxy_bin(), "run", "--domain", "airline", "--agent-llm", "openai/stub",
-           "--agent-llm-args", stub_args(url), "--user-llm", "scripted/user",
-           "--num-trials", str(trials), "--max-concurrency", str(concurrency),
-           "--cassette", str(cassette), "--record-mode", mode, "--save-to", str(save_to)]
+    cmd = [
+        *tauproxy_bin(),
+        "run",
+        "--domain",
+        "airline",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        stub_args(url),
+        "--user-llm",
+        "scripted/user",
+        "--num-trials",
+        str(trials),
+        "--max-concurrency",
+        str(concurrency),
+        "--cassette",
+        str(cassette),
+        "--record-mode",
+        mode,
+        "--save-to",
+        str(save_to),
+    ]
     if num_tasks:
         cmd += ["--num-tasks", str(num_tasks)]
     return cmd
 
 
 def scripted_cmd(cassette, save_to, mode: str, trials: int) -> list[str]:
-    return [*tauproxy_bin(), "run", "--domain", "airline", "--agent-llm", "scripted/oracle",
-            "--user-llm", "scripted/user", "--num-trials", str(trials), "--cassette", str(cassette),
-            "--record-mode", mode, "--save-to", str(save_to)]
+    return [
+        *tauproxy_bin(),
+        "run",
+        "--domain",
+        "airline",
+        "--agent-llm",
+        "scripted/oracle",
+        "--user-llm",
+        "scripted/user",
+        "--num-trials",
+        str(trials),
+        "--cassette",
+        str(cassette),
+        "--record-mode",
+        mode,
+        "--save-to",
+        str(save_to),
+    ]
 
 
 def memory(keep: bool, directory: Path | None) -> None:
@@ -71,16 +104,22 @@ def memory(keep: bool, directory: Path | None) -> None:
         results = (tmp / f"replay{trials}" / "results.json").stat().st_size / 1e6
         size = (cassette / "calls.jsonl").stat().st_size / 1e6
         rows.append((60 * trials, timed.maxrss_mb, results))
-        print(f"{60 * trials:5d} trials: replay wall {timed.wall_s:6.2f} s  cpu {timed.cpu_s:6.2f} s  peak RSS "
-              f"{timed.maxrss_mb:6.1f} MB  results.json {results:6.1f} MB  cassette {size:6.1f} MB  load {loadavg()}",
-              flush=True)
+        print(
+            f"{60 * trials:5d} trials: replay wall {timed.wall_s:6.2f} s  cpu {timed.cpu_s:6.2f} s  peak RSS "
+            f"{timed.maxrss_mb:6.1f} MB  results.json {results:6.1f} MB  cassette {size:6.1f} MB  load {loadavg()}",
+            flush=True,
+        )
     (n1, rss1, _), (n2, rss2, res2), (n3, rss3, res3) = rows
     per_trial = ((rss3 - rss2) - (res3 - res2)) / (n3 - n2)
-    print(f"peak RSS growth 960 -> 3840 trials: {(rss3 - rss2) / (n3 - n2) * 1000:.1f} kB/trial, of which results.json "
-          f"{(res3 - res2) / (n3 - n2) * 1000:.1f} kB/trial")
-    print(f"RATIO replay_memory_growth: ours/theirs = {per_trial * (n3 - n1) / rss1:.3f} (goal: small; peak RSS "
-          f"growth beyond results.json from 240 to 3840 trials at the 960->3840 rate / the 240-trial peak "
-          f"{rss1:.0f} MB)")
+    print(
+        f"peak RSS growth 960 -> 3840 trials: {(rss3 - rss2) / (n3 - n2) * 1000:.1f} kB/trial, of which results.json "
+        f"{(res3 - res2) / (n3 - n2) * 1000:.1f} kB/trial"
+    )
+    print(
+        f"RATIO replay_memory_growth: ours/theirs = {per_trial * (n3 - n1) / rss1:.3f} (goal: small; peak RSS "
+        f"growth beyond results.json from 240 to 3840 trials at the 960->3840 rate / the 240-trial peak "
+        f"{rss1:.0f} MB)"
+    )
 
 
 def main() -> None:
@@ -102,19 +141,27 @@ def main() -> None:
     tmp = workdir("replay", args.keep)
     _, url = start_stub()
     tasks = args.num_tasks or "all"
-    print(f"workload: airline, tasks={tasks}, trials={args.trials}, agent openai/stub via litellm -> stub, "
-          f"user scripted/user, max-concurrency {args.max_concurrency}; dir {tmp}")
+    print(
+        f"workload: airline, tasks={tasks}, trials={args.trials}, agent openai/stub via litellm -> stub, "
+        f"user scripted/user, max-concurrency {args.max_concurrency}; dir {tmp}"
+    )
 
     lives = []
     for i in range(args.lives):
         before = stub_stats(url)["requests"]
-        timed = run_timed(run_cmd(url, tmp / f"cassette{i}", tmp / f"live{i}", "record", args.trials,
-                                  args.num_tasks, args.max_concurrency)).check("live run")
+        timed = run_timed(
+            run_cmd(
+                url, tmp / f"cassette{i}", tmp / f"live{i}", "record", args.trials, args.num_tasks, args.max_concurrency
+            )
+        ).check("live run")
         http = stub_stats(url)["requests"] - before
         sources = call_sources(tmp / f"live{i}")
         lives.append(timed)
-        print(f"live   #{i}: wall {timed.wall_s:7.2f} s  cpu {timed.cpu_s:6.2f} s  peak RSS {timed.maxrss_mb:6.1f} MB  "
-              f"calls {sources}  HTTP requests to stub {http}  load {loadavg()}", flush=True)
+        print(
+            f"live   #{i}: wall {timed.wall_s:7.2f} s  cpu {timed.cpu_s:6.2f} s  peak RSS {timed.maxrss_mb:6.1f} MB  "
+            f"calls {sources}  HTTP requests to stub {http}  load {loadavg()}",
+            flush=True,
+        )
 
     cassette = tmp / "cassette0"
     calls = cassette_calls(cassette)
@@ -124,15 +171,19 @@ def main() -> None:
     replays = []
     for j in range(args.replays):
         before = stub_stats(url)["requests"]
-        timed = run_timed(run_cmd(url, cassette, tmp / f"replay{j}", "replay", args.trials,
-                                  args.num_tasks, args.max_concurrency)).check("replay run")
+        timed = run_timed(
+            run_cmd(url, cassette, tmp / f"replay{j}", "replay", args.trials, args.num_tasks, args.max_concurrency)
+        ).check("replay run")
         http = stub_stats(url)["requests"] - before
         sources = call_sources(tmp / f"replay{j}")
         if sources.get("live") or http:
             raise SystemExit(f"replay #{j} was not a pure replay: sources {sources}, {http} HTTP requests")
         replays.append(timed)
-        print(f"replay #{j}: wall {timed.wall_s:7.2f} s  cpu {timed.cpu_s:6.2f} s  peak RSS {timed.maxrss_mb:6.1f} MB  "
-              f"calls {sources}  HTTP requests to stub {http}  load {loadavg()}", flush=True)
+        print(
+            f"replay #{j}: wall {timed.wall_s:7.2f} s  cpu {timed.cpu_s:6.2f} s  peak RSS {timed.maxrss_mb:6.1f} MB  "
+            f"calls {sources}  HTTP requests to stub {http}  load {loadavg()}",
+            flush=True,
+        )
 
     live_wall = median([t.wall_s for t in lives])
     replay_wall = median([t.wall_s for t in replays])
@@ -148,9 +199,11 @@ def main() -> None:
     print(f"live calls/s:     {calls / live_wall:.0f} (wall), {calls / live_cpu:.0f} (per CPU s)")
     print(f"replay calls/s:   {calls / replay_wall:.0f} (wall), {calls / replay_cpu:.0f} (per CPU s)")
     print(f"replay/live cpu:  {replay_cpu / live_cpu:.3f}")
-    print(f"RATIO replay_speed: ours/theirs = {replay_wall / live_wall:.3f} (goal: < 1, strict replay wall "
-          f"time / live-through-stub wall time, same {calls} calls; ours {replay_wall:.2f} s, "
-          f"live {live_wall:.2f} s)")
+    print(
+        f"RATIO replay_speed: ours/theirs = {replay_wall / live_wall:.3f} (goal: < 1, strict replay wall "
+        f"time / live-through-stub wall time, same {calls} calls; ours {replay_wall:.2f} s, "
+        f"live {live_wall:.2f} s)"
+    )
 
 
 if __name__ == "__main__":

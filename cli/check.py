@@ -44,17 +44,25 @@ def verdict_exit_code(verdict: str, undecided: str) -> int:
 
 def check_command(
     run: Annotated[Path, typer.Argument(help=f"The run to judge ({RUN_ARGUMENT}).")],
-    baseline: Annotated[Path | None, typer.Option(
-        "--baseline", help=f"The known-good run ({RUN_ARGUMENT}).")] = None,
-    max_drop: Annotated[float, typer.Option(
-        "--max-drop", help="Largest allowed drop of the metric below the baseline.")] = 0.05,
-    metric: Annotated[str, typer.Option(
-        "--metric", help="pass^1 | pass^k (largest k both runs have) | avg_reward.")] = "pass^1",
-    confidence: Annotated[float, typer.Option(
-        "--confidence", help="Confidence of the interval of the drop (bad: all of it above --max-drop).")] = 0.95,
-    undecided: Annotated[str, typer.Option(
-        "--undecided", help="Exit code when the interval straddles --max-drop: good (0), bad (1) or skip "
-        "(125, the default: cannot tell yet).")] = Undecided.SKIP.value,
+    baseline: Annotated[Path | None, typer.Option("--baseline", help=f"The known-good run ({RUN_ARGUMENT}).")] = None,
+    max_drop: Annotated[
+        float, typer.Option("--max-drop", help="Largest allowed drop of the metric below the baseline.")
+    ] = 0.05,
+    metric: Annotated[
+        str, typer.Option("--metric", help="pass^1 | pass^k (largest k both runs have) | avg_reward.")
+    ] = "pass^1",
+    confidence: Annotated[
+        float,
+        typer.Option("--confidence", help="Confidence of the interval of the drop (bad: all of it above --max-drop)."),
+    ] = 0.95,
+    undecided: Annotated[
+        str,
+        typer.Option(
+            "--undecided",
+            help="Exit code when the interval straddles --max-drop: good (0), bad (1) or skip "
+            "(125, the default: cannot tell yet).",
+        ),
+    ] = Undecided.SKIP.value,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the paired bootstrap.")] = 0,
     json_output: Annotated[bool, flag("--json", help="Print the numbers as JSON.")] = False,
 ) -> None:
@@ -76,8 +84,9 @@ def check_command(
         check_metric(metric)
         if undecided not in {u.value for u in Undecided}:
             raise TauproxyError(f"--undecided must be good, bad or skip, not {undecided!r}")
-        result = compare_scores(load_any_results(run), load_any_results(baseline), metric, max_drop,
-                                confidence=confidence, seed=seed)
+        result = compare_scores(
+            load_any_results(run), load_any_results(baseline), metric, max_drop, confidence=confidence, seed=seed
+        )
     except (TauproxyError, ValueError) as exc:  # ValueError: a results file that is not UTF-8
         error(f"cannot test: {exc}")
         if json_output:
@@ -89,8 +98,9 @@ def check_command(
     else:
         from tauproxy.reports.paired import render_paired
 
-        style = {Verdict.GOOD: "green", Verdict.BAD: "bold red", Verdict.SKIP: "yellow",
-                 Verdict.UNDECIDED: "yellow"}[result.verdict]
+        style = {Verdict.GOOD: "green", Verdict.BAD: "bold red", Verdict.SKIP: "yellow", Verdict.UNDECIDED: "yellow"}[
+            result.verdict
+        ]
         label = "cannot test" if result.verdict is Verdict.SKIP else result.verdict.value
         out_console.print(f"[{style}]{label}[/]: {escape(result.reason)}", soft_wrap=True)
         if result.paired is not None:

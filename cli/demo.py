@@ -75,15 +75,22 @@ def demo_command(
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     prices = cassettes / "demo-prices.json"
-    baseline = {**BASELINE_FLAGS, "cassette": cassettes / "baseline-airline", "record_mode": "replay",
-                "prices": prices, "save_to": out / "baseline"}
+    baseline = {
+        **BASELINE_FLAGS,
+        "cassette": cassettes / "baseline-airline",
+        "record_mode": "replay",
+        "prices": prices,
+        "save_to": out / "baseline",
+    }
     console.rule("[bold]1/3  Replay the recorded baseline: strict, offline, free")
     console.print(f"$ {command_line(baseline)}", style="dim", soft_wrap=True)
     base_summary, _ = _run(baseline)
     cost = base_summary.cost
     console.print(f"{pass_line(base_summary)}   ({base_summary.num_tasks} tasks x {base_summary.num_trials} trials)")
-    console.print(f"calls: {base_summary.calls.live} live, {base_summary.calls.replayed} replayed;  "
-                  f"live spend [bold]{money(cost.live_usd)}[/], saved {money(cost.replayed_usd)}")
+    console.print(
+        f"calls: {base_summary.calls.live} live, {base_summary.calls.replayed} replayed;  "
+        f"live spend [bold]{money(cost.live_usd)}[/], saved {money(cost.replayed_usd)}"
+    )
     console.print(priced_note(prices), style="dim", soft_wrap=True)
 
     console.rule("[bold]2/3  Change the agent's prompt: only the changed calls go live")
@@ -91,17 +98,28 @@ def demo_command(
     shutil.copytree(cassettes / "baseline-airline", working, ignore=shutil.ignore_patterns("*.lock"))
     agent_config = out / "agent-v2.toml"
     agent_config.write_text(f'model = "{BASELINE_FLAGS["agent_llm"]}"\nsystem_prompt = "{CHANGED_PROMPT}"\n')
-    changed = {**BASELINE_FLAGS, "agent_llm": None, "agent_config": agent_config, "cassette": working,
-               "record_mode": "auto", "prices": prices, "save_to": out / "changed"}
+    changed = {
+        **BASELINE_FLAGS,
+        "agent_llm": None,
+        "agent_config": agent_config,
+        "cassette": working,
+        "record_mode": "auto",
+        "prices": prices,
+        "save_to": out / "changed",
+    }
     console.print(f"$ {command_line(changed)}", style="dim", soft_wrap=True)
     summary, results = _run(changed)
     console.print(f"changed   {pass_line(summary)}", soft_wrap=True)
     console.print(f"baseline  {pass_line(base_summary)}", soft_wrap=True)
     for role, row in summary.cost.by_role.items():
-        console.print(f"  {role:<6} {row.live.calls:>4} live  {row.replayed.calls:>4} replayed   "
-                      f"spent {money(row.live_usd)}  saved {money(row.replayed_usd)}")
-    console.print("The agent's system prompt is in every agent request, so every agent call is new; the user "
-                  "simulator saw the same words, so its calls replayed.")
+        console.print(
+            f"  {role:<6} {row.live.calls:>4} live  {row.replayed.calls:>4} replayed   "
+            f"spent {money(row.live_usd)}  saved {money(row.replayed_usd)}"
+        )
+    console.print(
+        "The agent's system prompt is in every agent request, so every agent call is new; the user "
+        "simulator saw the same words, so its calls replayed."
+    )
     console.print(priced_note(prices), style="dim", soft_wrap=True)
 
     console.rule("[bold]3/3  HTML report")
@@ -121,8 +139,10 @@ def pass_line(summary: ReportSummary) -> str:
 
 def priced_note(prices: Path) -> str:
     """Scripted models are free: the demo's money is what gpt-4.1 would have cost, from a price file."""
-    return (f"Spend is priced from the demo price file {prices.name} (scripted models priced as gpt-4.1 "
-            "and gpt-4.1-mini): nothing is paid, no key is used.")
+    return (
+        f"Spend is priced from the demo price file {prices.name} (scripted models priced as gpt-4.1 "
+        "and gpt-4.1-mini): nothing is paid, no key is used."
+    )
 
 
 def next_commands(out: Path, html: Path) -> list[str]:
@@ -133,14 +153,18 @@ def next_commands(out: Path, html: Path) -> list[str]:
         (f"tauproxy check {changed} --baseline {baseline}", "good / bad / undecided, as an exit code"),
         (f"tauproxy view {changed}", "read the first failing trajectory"),
         (f"tauproxy report {changed} --full", "intervals, cost by role and task, the task grid"),
-        ("tauproxy run --domain airline --agent-llm openai/gpt-4.1 --cassette cassettes/mine --save-to runs/mine",
-         "your own model (needs its key)"),
+        (
+            "tauproxy run --domain airline --agent-llm openai/gpt-4.1 --cassette cassettes/mine --save-to runs/mine",
+            "your own model (needs its key)",
+        ),
     ]
     width = max(len(command) for command, _ in commands[:-1])
     lines = [f"  {command:<{width}}  # {what}" for command, what in commands[:-1]]
     command, what = commands[-1]
-    lines += [f"  open {html.resolve()} in a browser: filter to failures, search the trajectories",
-              f"  {command}  # {what}"]
+    lines += [
+        f"  open {html.resolve()} in a browser: filter to failures, search the trajectories",
+        f"  {command}  # {what}",
+    ]
     return lines
 
 

@@ -14,14 +14,23 @@ from tauproxy_cli.run_input import RUN_ARGUMENT
 def diff_command(
     a: Annotated[Path, typer.Argument(help=f"The earlier run ({RUN_ARGUMENT}).")],
     b: Annotated[Path, typer.Argument(help=f"The later run ({RUN_ARGUMENT}).")],
-    cassette: Annotated[list[Path] | None, typer.Option(
-        "--cassette", help="Cassette holding the runs' calls, for exact request diffs (repeatable).")] = None,
+    cassette: Annotated[
+        list[Path] | None,
+        typer.Option("--cassette", help="Cassette holding the runs' calls, for exact request diffs (repeatable)."),
+    ] = None,
     json_output: Annotated[bool, flag("--json", help="Print the diff as JSON.")] = False,
-    limit: Annotated[int | None, typer.Option(
-        "--limit", help="Show at most N changed tasks and N flipped trials, saying how many were "
-        "left out (--json keeps them all).")] = None,
-    task: Annotated[list[str] | None, typer.Option(
-        "--task", help="Only this task (repeatable); the paired comparison is over these tasks too.")] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            help="Show at most N changed tasks and N flipped trials, saying how many were "
+            "left out (--json keeps them all).",
+        ),
+    ] = None,
+    task: Annotated[
+        list[str] | None,
+        typer.Option("--task", help="Only this task (repeatable); the paired comparison is over these tasks too."),
+    ] = None,
 ) -> None:
     """Per-task pass counts in A vs B, and for each flipped trial its first divergence and cause."""
     from tauproxy.errors import ConfigError

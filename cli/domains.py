@@ -21,8 +21,15 @@ def list_command(json_output: Annotated[bool, flag("--json")] = False) -> None:
     rows = []
     for name in available_domains():
         pack = load_pack(name)
-        rows.append({"name": name, "tasks": len(pack.tasks), "agent_tools": len(pack.agent_tools()),
-                     "user_tools": len(pack.user_tools()), "dual_control": pack.is_dual_control})
+        rows.append(
+            {
+                "name": name,
+                "tasks": len(pack.tasks),
+                "agent_tools": len(pack.agent_tools()),
+                "user_tools": len(pack.user_tools()),
+                "dual_control": pack.is_dual_control,
+            }
+        )
     rows.extend(_tau2_rows())
     if json_output:
         print_json(rows)
@@ -44,9 +51,16 @@ def _tau2_rows() -> list[dict[str, Any]]:
     rows = []
     for name in DOMAINS:
         shown = describe(PREFIX + name)
-        rows.append({"name": shown["name"], "tasks": len(shown["tasks"]), "agent_tools": len(shown["agent_tools"]),
-                     "user_tools": len(shown["user_tools"]), "dual_control": shown["dual_control"],
-                     "engine": shown["engine"]})
+        rows.append(
+            {
+                "name": shown["name"],
+                "tasks": len(shown["tasks"]),
+                "agent_tools": len(shown["agent_tools"]),
+                "user_tools": len(shown["user_tools"]),
+                "dual_control": shown["dual_control"],
+                "engine": shown["engine"],
+            }
+        )
     return rows
 
 

@@ -48,9 +48,17 @@ def estimate_command(
     for column in ("role", "live calls p50", "p90", "tokens p50", "p90", "cost p50", "p90", "replayed calls", "saved"):
         table.add_column(column, justify="right")
     for role, row in result.roles.items():
-        table.add_row(role, f"{row.calls_p50:.0f}", f"{row.calls_p90:.0f}", f"{row.tokens_p50:,.0f}",
-                      f"{row.tokens_p90:,.0f}", money(row.cost_p50), money(row.cost_p90), str(row.replayed_calls),
-                      money(row.replayed_cost))
+        table.add_row(
+            role,
+            f"{row.calls_p50:.0f}",
+            f"{row.calls_p90:.0f}",
+            f"{row.tokens_p50:,.0f}",
+            f"{row.tokens_p90:,.0f}",
+            money(row.cost_p50),
+            money(row.cost_p90),
+            str(row.replayed_calls),
+            money(row.replayed_cost),
+        )
     out_console.print(table)
     out_console.print(
         f"live spend: p50 {money(result.live_cost_p50)}, p90 {money(result.live_cost_p90)}; "
@@ -59,6 +67,8 @@ def estimate_command(
     if result.unknown_price_models:
         out_console.print(f"[yellow]unknown price for: {', '.join(result.unknown_price_models)}[/] (pass --prices)")
     if result.p90_coverage is not None:
-        out_console.print(f"p90 coverage, measured on {result.coverage_checks} halvings of the history's tasks "
-                          f"({result.coverage_of}): {result.p90_coverage:.0%} (goal 90%)")
+        out_console.print(
+            f"p90 coverage, measured on {result.coverage_checks} halvings of the history's tasks "
+            f"({result.coverage_of}): {result.p90_coverage:.0%} (goal 90%)"
+        )
     out_console.print(f"prices: {result.price_source}")

@@ -49,6 +49,7 @@ def _root(
 ) -> None:
     """Evaluate tool-using agents the tau2-bench way; record and replay every model call."""
 
+
 app.command("run")(run.run_command)
 app.command("report")(report.report_command)
 app.command("view")(view.view_command)

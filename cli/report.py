@@ -37,17 +37,24 @@ class ReportFormat(StrEnum):
 def report_command(
     runs: Annotated[list[Path], typer.Argument(help=f"A {RUN_ARGUMENT} (several are merged).")],
     json_output: Annotated[bool, flag("--json", help="Print the report as JSON.")] = False,
-    output_format: Annotated[ReportFormat, typer.Option(
-        "--format", help="table: the report; tau2: the results in τ²-bench's simulations-file shape; "
-        "csv: one row per trial (reward and its components, termination, calls, cost and tokens by role)."
-    )] = ReportFormat.TABLE,
-    html: Annotated[Path | None, typer.Option(
-        "--html", help="Also write a self-contained HTML report to this file."
-    )] = None,
+    output_format: Annotated[
+        ReportFormat,
+        typer.Option(
+            "--format",
+            help="table: the report; tau2: the results in τ²-bench's simulations-file shape; "
+            "csv: one row per trial (reward and its components, termination, calls, cost and tokens by role).",
+        ),
+    ] = ReportFormat.TABLE,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML report to this file.")
+    ] = None,
     run_log: Annotated[Path | None, typer.Option("--run-log", help=RUN_LOG_HELP)] = None,
-    against: Annotated[list[Path] | None, typer.Option(
-        "--against", help=f"A baseline {RUN_ARGUMENT} to compare with, side by side (repeatable: merged)."
-    )] = None,
+    against: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--against", help=f"A baseline {RUN_ARGUMENT} to compare with, side by side (repeatable: merged)."
+        ),
+    ] = None,
     full: Annotated[bool, flag("--full", help="Also print the per-task cost table and the task x trial grid.")] = False,
 ) -> None:
     """Report pass^1..pass^k with 95% intervals, rewards, terminations, calls and cost."""
@@ -159,8 +166,13 @@ def _print_coordination(dual: Results, solo: Results, json_output: bool) -> None
 
     report = coordination_report(dual, solo)
     if json_output:
-        print_json({"dual": summarize(dual).model_dump(mode="json"), "solo": summarize(solo).model_dump(mode="json"),
-                    "coordination": report})
+        print_json(
+            {
+                "dual": summarize(dual).model_dump(mode="json"),
+                "solo": summarize(solo).model_dump(mode="json"),
+                "coordination": report,
+            }
+        )
         return
     out_console.rule("[bold]dual control")
     print_summary(summarize(dual), saved_to=None)

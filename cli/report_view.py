@@ -24,9 +24,7 @@ from tauproxy_cli.output import out_console
 
 # Grid cell marks: the outcome, then where the trial's model calls came from.
 SOURCE_MARKS = {"live": "", "replayed": "r", "mixed": "m", "unknown": "?"}
-GRID_LEGEND = (
-    "✓ pass  ✗ fail  r replayed  m mixed live/replayed  ? source unknown  ! excluded (infrastructure error)"
-)
+GRID_LEGEND = "✓ pass  ✗ fail  r replayed  m mixed live/replayed  ? source unknown  ! excluded (infrastructure error)"
 
 
 def money(value: float | None, unknown_calls: int = 0) -> str:
@@ -73,8 +71,7 @@ class RunFacts:
     errors: list[TrialError] = field(default_factory=list)
 
 
-def print_summary(summary: ReportSummary, saved_to: str | None, full: bool = True,
-                  run: RunFacts | None = None) -> None:
+def print_summary(summary: ReportSummary, saved_to: str | None, full: bool = True, run: RunFacts | None = None) -> None:
     """The report; `full=False` is the short form (`tauproxy run` without --full)."""
     console = out_console
     if not full:
@@ -94,8 +91,7 @@ def print_summary(summary: ReportSummary, saved_to: str | None, full: bool = Tru
 
 def _print_short(console: Console, summary: ReportSummary, saved_to: str | None, run: RunFacts | None) -> None:
     models = "  ".join(f"{role} {model_line(model)}" for role, model in summary.models.by_role())
-    console.print(Text.assemble((summary.domain, "bold"), f"  {summary.made_by}  ", (models, "cyan")),
-                  soft_wrap=True)
+    console.print(Text.assemble((summary.domain, "bold"), f"  {summary.made_by}  ", (models, "cyan")), soft_wrap=True)
     _print_scores(console, summary, run)
     _print_terminations(console, summary)
     if run is not None:
@@ -103,8 +99,14 @@ def _print_short(console: Console, summary: ReportSummary, saved_to: str | None,
     console.print(cost_line(summary), soft_wrap=True, markup=False)
     if saved_to:
         console.print(f"results: {saved_to}/results.json", soft_wrap=True, markup=False)
-        console.print(Text(f"more: tauproxy report {saved_to} (--html FILE for a page); "
-                           "--full for the task grid and per-task table", style="dim"), soft_wrap=True)
+        console.print(
+            Text(
+                f"more: tauproxy report {saved_to} (--html FILE for a page); "
+                "--full for the task grid and per-task table",
+                style="dim",
+            ),
+            soft_wrap=True,
+        )
     else:
         console.print(Text("more: --full for the task grid and per-task table", style="dim"))
 
@@ -115,14 +117,17 @@ def cost_line(summary: ReportSummary) -> str:
     prices = f"prices: {summary.price_source or 'unknown'}"
     if not (calls.live or calls.replayed):
         return f"cost: no calls recorded, so live or replayed is unknown; {prices}"
-    return (f"cost: {tally_money(cost.live)} spent live, {tally_money(cost.replayed)} saved by replay; "
-            f"calls {calls.live} live / {calls.replayed} replayed; {prices}")
+    return (
+        f"cost: {tally_money(cost.live)} spent live, {tally_money(cost.replayed)} saved by replay; "
+        f"calls {calls.live} live / {calls.replayed} replayed; {prices}"
+    )
 
 
 def _print_errors(console: Console, summary: ReportSummary, run: RunFacts) -> None:
     for found in run.errors:
-        console.print(Text.assemble(("error ", "red"), f"{found.run_id} ({found.termination}): {found.message}"),
-                      soft_wrap=True)
+        console.print(
+            Text.assemble(("error ", "red"), f"{found.run_id} ({found.termination}): {found.message}"), soft_wrap=True
+        )
 
 
 def model_line(model: ModelInfo) -> str:
@@ -157,8 +162,11 @@ def _print_scores(console: Console, summary: ReportSummary, run: RunFacts | None
     intervals = summary.pass_hat_k_ci
     estimates = [f"{v:.3f}" for v in summary.pass_hat_k.values()]
     scores.add_row("estimate", *estimates, f"{summary.avg_reward:.3f}")
-    scores.add_row("95% CI", *[f"{intervals[k][0]:.3f}–{intervals[k][1]:.3f}" if k in intervals else "-"
-                               for k in summary.pass_hat_k], "")
+    scores.add_row(
+        "95% CI",
+        *[f"{intervals[k][0]:.3f}–{intervals[k][1]:.3f}" if k in intervals else "-" for k in summary.pass_hat_k],
+        "",
+    )
     console.print(scores)
     console.print(scope_line(summary, run), soft_wrap=True)
 
@@ -168,9 +176,11 @@ def scope_line(summary: ReportSummary, run: RunFacts | None) -> str:
     "3 tasks x 1 trials" alone would read as the plan."""
     counted = sum(task.trials for task in summary.tasks)
     if run is not None and counted + summary.excluded_simulations < run.planned_trials:
-        return (f"{counted + summary.excluded_simulations} of {run.planned_trials} planned trials finished "
-                f"({summary.num_tasks} of {run.planned_tasks} tasks); pass^k over the finished ones, "
-                f"k up to {summary.num_trials}; 95% CI: percentile bootstrap over tasks")
+        return (
+            f"{counted + summary.excluded_simulations} of {run.planned_trials} planned trials finished "
+            f"({summary.num_tasks} of {run.planned_tasks} tasks); pass^k over the finished ones, "
+            f"k up to {summary.num_trials}; 95% CI: percentile bootstrap over tasks"
+        )
     return f"{summary.num_tasks} tasks x {summary.num_trials} trials; 95% CI: percentile bootstrap over tasks"
 
 
@@ -220,9 +230,14 @@ def _split_table(
         rows.append(("total", total))
     for name, row in rows[:limit] if limit else rows:
         live, replayed = row.live, row.replayed
-        table.add_row(name, tally_money(live), tally_money(replayed), f"{live.calls}/{replayed.calls}",
-                      f"{live.prompt_tokens:,}/{live.completion_tokens:,}",
-                      f"{replayed.prompt_tokens:,}/{replayed.completion_tokens:,}")
+        table.add_row(
+            name,
+            tally_money(live),
+            tally_money(replayed),
+            f"{live.calls}/{replayed.calls}",
+            f"{live.prompt_tokens:,}/{live.completion_tokens:,}",
+            f"{replayed.prompt_tokens:,}/{replayed.completion_tokens:,}",
+        )
     return table
 
 
@@ -237,17 +252,14 @@ def _print_costs(console: Console, summary: ReportSummary) -> None:
     unattributed = cost.unattributed
     if unattributed.simulations:
         roles = ", ".join(f"{role} {money(usd)}" for role, usd in unattributed.by_role.items())
-        console.print(
-            f"{unattributed.simulations} trials without call records (live or replayed unknown): {roles}"
-        )
+        console.print(f"{unattributed.simulations} trials without call records (live or replayed unknown): {roles}")
     console.print(f"prices: {summary.price_source or 'unknown'}")
 
 
 def _print_recorded_costs(console: Console, summary: ReportSummary) -> None:
     cost, calls = summary.cost, summary.calls
     totals = CostSplit(live_usd=cost.live_usd, replayed_usd=cost.replayed_usd, live=cost.live, replayed=cost.replayed)
-    console.print(_split_table("cost by role: live (spent) vs replayed (saved)", cost.by_role, "role",
-                               total=totals))
+    console.print(_split_table("cost by role: live (spent) vs replayed (saved)", cost.by_role, "role", total=totals))
     console.print(
         f"calls {calls.live} live / {calls.replayed} replayed; latency "
         f"{cost.latency_s.live:.2f} s live / {cost.latency_s.replayed:.2f} s replayed (as recorded)"

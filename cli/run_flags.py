@@ -69,68 +69,113 @@ class RunFlags:
     # RunConfig has no default domain (a library caller must pick one); the CLI offers the small mock pack.
     domain: str = field(default="mock", metadata=spec("Domain pack name or path.", RUN))
     agent_llm: str | None = field(default=None, metadata=spec("Agent model.", AGENT, sets=("agent",)))
-    agent_llm_args: str | None = field(default=None, metadata=spec(
-        "Agent model args as JSON.", AGENT, sets=("agent",)))
-    agent_config: Path | None = field(default=None, metadata=spec(
-        "Agent TOML: model, llm_args, system prompt.", AGENT, sets=("agent", "agent_prompt")))
-    agent_impl: str | None = field(default=None, metadata=spec(
-        "Your own agent: 'module:factory' (see README).", AGENT))
+    agent_llm_args: str | None = field(default=None, metadata=spec("Agent model args as JSON.", AGENT, sets=("agent",)))
+    agent_config: Path | None = field(
+        default=None,
+        metadata=spec("Agent TOML: model, llm_args, system prompt.", AGENT, sets=("agent", "agent_prompt")),
+    )
+    agent_impl: str | None = field(default=None, metadata=spec("Your own agent: 'module:factory' (see README).", AGENT))
     user_llm: str = field(default=DEFAULT_USER_LLM, metadata=spec("User simulator model.", AGENT, sets=("user",)))
     user_llm_args: str | None = field(default=None, metadata=spec("User model args as JSON.", AGENT, sets=("user",)))
-    judge_llm: str = field(default=DEFAULT_JUDGE_LLM, metadata=spec(
-        "NL-assertion judge model; on a tau2/ domain, τ²'s repetition judge (off by default).", AGENT,
-        sets=("judge",)))
-    judge_llm_args: str | None = field(default=None, metadata=spec(
-        "Judge model args as JSON.", AGENT, sets=("judge",)))
-    judge_window_size: int = field(default=DEFAULT_JUDGE_WINDOW_SIZE, metadata=spec(
-        "Messages τ²'s repetition judge looks at (tau2/ domains).", AGENT, min=1))
-    judge_system_prompt: str | None = field(default=None, metadata=spec(
-        "System prompt of τ²'s repetition judge (tau2/ domains).", AGENT))
-    tau2_orchestrator: str = field(default=OUR_ORCHESTRATOR, metadata=spec(
-        "tau2/ domains: tauproxy (fast, τ²'s rules) | tau2 (τ²'s own run_task); both send the same requests.",
-        AGENT, sets=("tau2_orchestrator",)))
-    num_trials: int = field(default=DEFAULT_NUM_TRIALS, metadata=spec(
-        "Trials per task.", RUN, min=1, max=NUM_TRIALS_LIMIT))
+    judge_llm: str = field(
+        default=DEFAULT_JUDGE_LLM,
+        metadata=spec(
+            "NL-assertion judge model; on a tau2/ domain, τ²'s repetition judge (off by default).",
+            AGENT,
+            sets=("judge",),
+        ),
+    )
+    judge_llm_args: str | None = field(default=None, metadata=spec("Judge model args as JSON.", AGENT, sets=("judge",)))
+    judge_window_size: int = field(
+        default=DEFAULT_JUDGE_WINDOW_SIZE,
+        metadata=spec("Messages τ²'s repetition judge looks at (tau2/ domains).", AGENT, min=1),
+    )
+    judge_system_prompt: str | None = field(
+        default=None, metadata=spec("System prompt of τ²'s repetition judge (tau2/ domains).", AGENT)
+    )
+    tau2_orchestrator: str = field(
+        default=OUR_ORCHESTRATOR,
+        metadata=spec(
+            "tau2/ domains: tauproxy (fast, τ²'s rules) | tau2 (τ²'s own run_task); both send the same requests.",
+            AGENT,
+            sets=("tau2_orchestrator",),
+        ),
+    )
+    num_trials: int = field(
+        default=DEFAULT_NUM_TRIALS, metadata=spec("Trials per task.", RUN, min=1, max=NUM_TRIALS_LIMIT)
+    )
     num_tasks: int | None = field(default=None, metadata=spec("First N tasks only.", RUN, min=1))
     # Flag-only because comma-separated items are split: a list pasted from elsewhere fits in one flag.
-    task_ids: list[str] | None = field(default=None, metadata=spec(
-        "Only these task ids (repeat or comma-separate).", RUN, sets=("task_ids",)))
+    task_ids: list[str] | None = field(
+        default=None, metadata=spec("Only these task ids (repeat or comma-separate).", RUN, sets=("task_ids",))
+    )
     tasks_file: Path | None = field(default=None, metadata=spec("Use this tasks.json.", RUN))
     seed: int = field(default=DEFAULT_SEED, metadata=spec("Run seed; per-trial seeds derive from it.", RUN))
-    max_concurrency: int = field(default=DEFAULT_MAX_CONCURRENCY, metadata=spec(
-        "Trials at once (thread); live calls at once, cluster-wide (ray).", RUN, min=1, max=MAX_CONCURRENCY_LIMIT))
-    max_steps: int = field(default=DEFAULT_MAX_STEPS, metadata=spec(
-        "Messages per trial before it stops.", RUN, min=1))
-    max_errors: int = field(default=DEFAULT_MAX_ERRORS, metadata=spec(
-        "Tool errors per trial before it stops.", RUN, min=1))
+    max_concurrency: int = field(
+        default=DEFAULT_MAX_CONCURRENCY,
+        metadata=spec(
+            "Trials at once (thread); live calls at once, cluster-wide (ray).", RUN, min=1, max=MAX_CONCURRENCY_LIMIT
+        ),
+    )
+    max_steps: int = field(default=DEFAULT_MAX_STEPS, metadata=spec("Messages per trial before it stops.", RUN, min=1))
+    max_errors: int = field(
+        default=DEFAULT_MAX_ERRORS, metadata=spec("Tool errors per trial before it stops.", RUN, min=1)
+    )
     solo: bool = field(default=False, metadata=spec("No user simulator; the agent holds both tool sets.", RUN))
     save_to: Path | None = field(default=None, metadata=spec("Run directory; an existing one resumes.", RUN))
     cassette: Path | None = field(default=None, metadata=spec("Cassette directory.", CASSETTE))
-    record_mode: str = field(default=DEFAULT_RECORD_MODE, metadata=spec(
-        "replay | record | auto | off | once (vcrpy names too).", CASSETTE, sets=("record_mode",)))
+    record_mode: str = field(
+        default=DEFAULT_RECORD_MODE,
+        metadata=spec("replay | record | auto | off | once (vcrpy names too).", CASSETTE, sets=("record_mode",)),
+    )
     prices: Path | None = field(default=None, metadata=spec("Prices file (YAML/JSON, USD per token).", CASSETTE))
-    max_cost: float | None = field(default=None, metadata=spec(
-        "Stop starting trials past this live spend (USD); with --until-decided, the budget of the "
-        "run's trials.", CASSETTE))
-    max_infra_errors: int = field(default=DEFAULT_MAX_INFRA_ERRORS, metadata=spec(
-        "Stop the run after this many trials in a row end in the same infrastructure error.", RUN, min=1))
-    executor: str = field(default=DEFAULT_EXECUTOR, metadata=spec(
-        "thread | ray (Ray: the optional ray extra of tauproxy).", RUN, sets=("executor",)))
-    ray_address: str | None = field(default=None, metadata=spec(
-        "Ray cluster to join (default: start a local instance).", RUN))
+    max_cost: float | None = field(
+        default=None,
+        metadata=spec(
+            "Stop starting trials past this live spend (USD); with --until-decided, the budget of the run's trials.",
+            CASSETTE,
+        ),
+    )
+    max_infra_errors: int = field(
+        default=DEFAULT_MAX_INFRA_ERRORS,
+        metadata=spec("Stop the run after this many trials in a row end in the same infrastructure error.", RUN, min=1),
+    )
+    executor: str = field(
+        default=DEFAULT_EXECUTOR,
+        metadata=spec("thread | ray (Ray: the optional ray extra of tauproxy).", RUN, sets=("executor",)),
+    )
+    ray_address: str | None = field(
+        default=None, metadata=spec("Ray cluster to join (default: start a local instance).", RUN)
+    )
     # Flag-only (`sets=()`): they decide how `run` compares and shows, not what a trial is.
-    against: Path | None = field(default=None, metadata=spec(
-        "Baseline to judge the run against (run directory, results.json or τ²-bench file); needs "
-        "--until-decided.", DECIDE, sets=()))
-    until_decided: bool = field(default=False, metadata=spec(
-        "Add trials where they decide the verdict against --against until good or bad, or --max-cost "
-        "is reached (needs both).", DECIDE, sets=()))
-    max_drop: float = field(default=0.05, metadata=spec(
-        "Largest allowed drop of the score below the baseline (as check's --max-drop).", DECIDE, sets=()))
-    confidence: float = field(default=0.95, metadata=spec(
-        "Confidence of the verdict over all its looks (as check).", DECIDE, sets=()))
-    undecided: str = field(default="skip", metadata=spec(
-        "Exit code when still undecided: good (0), bad (1) or skip (125), as check.", DECIDE, sets=()))
+    against: Path | None = field(
+        default=None,
+        metadata=spec(
+            "Baseline to judge the run against (run directory, results.json or τ²-bench file); needs --until-decided.",
+            DECIDE,
+            sets=(),
+        ),
+    )
+    until_decided: bool = field(
+        default=False,
+        metadata=spec(
+            "Add trials where they decide the verdict against --against until good or bad, or --max-cost "
+            "is reached (needs both).",
+            DECIDE,
+            sets=(),
+        ),
+    )
+    max_drop: float = field(
+        default=0.05,
+        metadata=spec("Largest allowed drop of the score below the baseline (as check's --max-drop).", DECIDE, sets=()),
+    )
+    confidence: float = field(
+        default=0.95, metadata=spec("Confidence of the verdict over all its looks (as check).", DECIDE, sets=())
+    )
+    undecided: str = field(
+        default="skip",
+        metadata=spec("Exit code when still undecided: good (0), bad (1) or skip (125), as check.", DECIDE, sets=()),
+    )
     full: bool = field(default=False, metadata=spec("show the full task grid and per-task table", SHOW, sets=()))
 
 

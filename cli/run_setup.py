@@ -53,12 +53,17 @@ UNDECIDED_CHOICES = ("good", "bad", "skip")
 def check_decide_flags(flags: RunFlags) -> None:
     """The "Compare and decide" flags, one line each for what cannot work, before anything is loaded."""
     if flags.until_decided and (flags.against is None or flags.max_cost is None):
-        missing = " and ".join(name for name, value in (("--against BASE", flags.against),
-                                                         ("--max-cost USD", flags.max_cost)) if value is None)
+        missing = " and ".join(
+            name
+            for name, value in (("--against BASE", flags.against), ("--max-cost USD", flags.max_cost))
+            if value is None
+        )
         raise ConfigError(f"--until-decided needs {missing}: the baseline to judge against and a budget")
     if flags.against is not None and not flags.until_decided:
-        raise ConfigError("--against judges the run only with --until-decided (or use `tauproxy check RUN "
-                          "--baseline BASE` after the run)")
+        raise ConfigError(
+            "--against judges the run only with --until-decided (or use `tauproxy check RUN "
+            "--baseline BASE` after the run)"
+        )
     if flags.against is not None and not flags.against.exists():
         raise ConfigError(f"--against {flags.against}: no such file or directory")
     if not 0.0 < flags.confidence < 1.0:
@@ -90,9 +95,11 @@ def run_until_decided(config: RunConfig, flags: RunFlags, json_output: bool = Fa
         ci = "" if done.drop_ci is None else f" [{done.drop_ci[0]:.3f}, {done.drop_ci[1]:.3f}]"
         drop = "" if done.drop is None else f", drop {done.drop:.3f}{ci}"
         where = "every task" if done.look == 1 else f"{len(done.tasks)} task(s): {', '.join(done.tasks)}"
-        note(f"look {done.look}/{schedule.looks} (at {done.confidence:.2%}): +{done.trials_added} trials on "
-             f"{where}; {done.trials} trials, spend {_money(done.spend_usd)} (live {_money(done.live_usd)})"
-             f"{drop}: {done.verdict.value}")
+        note(
+            f"look {done.look}/{schedule.looks} (at {done.confidence:.2%}): +{done.trials_added} trials on "
+            f"{where}; {done.trials} trials, spend {_money(done.spend_usd)} (live {_money(done.live_usd)})"
+            f"{drop}: {done.verdict.value}"
+        )
 
     runner = RunnerTrials(config)
     outcome = until_decided(runner, baseline, runner.initial_plan(), settings, on_round=show)
@@ -116,7 +123,10 @@ def run_until_decided(config: RunConfig, flags: RunFlags, json_output: bool = Fa
         f"{len(outcome.rounds)} of {schedule.looks} looks at {schedule.confidence:.0%} overall; "
         f"{outcome.trials} trials ({outcome.mean_trials_per_task:.1f} per task), spend "
         f"{_money(outcome.spend_usd)} of --max-cost {_money(outcome.max_cost)} (live {_money(outcome.live_usd)})"
-        + (f"; saved to {config.save_to}" if config.save_to else ""), markup=False, soft_wrap=True)
+        + (f"; saved to {config.save_to}" if config.save_to else ""),
+        markup=False,
+        soft_wrap=True,
+    )
     return code
 
 

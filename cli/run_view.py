@@ -138,9 +138,13 @@ def run_with_progress(config: RunConfig, json_output: bool, fail_on_budget: bool
     for message in outcome.warnings:
         warn(message)
     summary = summarize(outcome.results)
-    facts = RunFacts(planned_tasks=len(prepared.tasks), planned_trials=len(prepared.specs),
-                     new_trials=len(outcome.new_runs), new_live=cost_summary(outcome.new_runs).live,
-                     errors=first_errors(outcome.results.simulations))
+    facts = RunFacts(
+        planned_tasks=len(prepared.tasks),
+        planned_trials=len(prepared.specs),
+        new_trials=len(outcome.new_runs),
+        new_live=cost_summary(outcome.new_runs).live,
+        errors=first_errors(outcome.results.simulations),
+    )
     if json_output:
         print_json(summary)
     else:
@@ -207,8 +211,10 @@ def _verdict(outcome: RunOutcome, facts: RunFacts, fail_on_budget: bool) -> int:
     planned = facts.planned_trials
     excluded = [s for s in simulations if s.termination_reason == TerminationReason.INFRASTRUCTURE_ERROR]
     if excluded:
-        warn(f"{len(excluded)} trial(s) excluded as infrastructure errors (re-run on resume); "
-             f"first: {excluded[0].error or 'no message'}")
+        warn(
+            f"{len(excluded)} trial(s) excluded as infrastructure errors (re-run on resume); "
+            f"first: {excluded[0].error or 'no message'}"
+        )
     stop = outcome.stop
     if stop is not None and stop.kind is StopKind.INTERRUPTED:
         saved = len(simulations) - len(excluded)
@@ -231,6 +237,8 @@ def budget_spend_line(outcome: RunOutcome, facts: RunFacts) -> str:
     """After a budget stop: what this invocation spent (what --max-cost limits) and, apart, the whole
     run's live spend, resumed trials included."""
     whole = cost_summary(outcome.results.simulations).live
-    return (f"this invocation: {tally_money(facts.new_live)} live over {facts.new_trials} trials; "
-            f"whole run: {tally_money(whole)} live over {len(outcome.results.simulations)} of "
-            f"{facts.planned_trials} trials")
+    return (
+        f"this invocation: {tally_money(facts.new_live)} live over {facts.new_trials} trials; "
+        f"whole run: {tally_money(whole)} live over {len(outcome.results.simulations)} of "
+        f"{facts.planned_trials} trials"
+    )

@@ -55,9 +55,11 @@ def replay_check_command(
                 live = summary.calls.live
                 if not same or live:
                     failures += 1
-                    error(f"{cassette.name}/{run.name}: pass^k {summary.pass_hat_k} (expected "
-                          f"{run.expected_pass_hat_k}), {summary.calls.replayed} replayed "
-                          f"(expected {run.calls}), {live} live")
+                    error(
+                        f"{cassette.name}/{run.name}: pass^k {summary.pass_hat_k} (expected "
+                        f"{run.expected_pass_hat_k}), {summary.calls.replayed} replayed "
+                        f"(expected {run.calls}), {live} live"
+                    )
                 else:
                     out_console.print(f"{cassette.name}/{run.name}: {run.calls} calls replayed, pass^k matches")
     if failures:
@@ -83,13 +85,23 @@ def rerecord_command(
     with tempfile.TemporaryDirectory() as tmp:
         for run in manifest.runs:
             summary = _execute(manifest_flags(run, staging, "record", Path(tmp) / run.name))
-            runs.append(run.model_copy(update={"expected_pass_hat_k": summary.pass_hat_k,
-                                               "calls": summary.calls.live + summary.calls.replayed}))
+            runs.append(
+                run.model_copy(
+                    update={
+                        "expected_pass_hat_k": summary.pass_hat_k,
+                        "calls": summary.calls.live + summary.calls.replayed,
+                    }
+                )
+            )
             out_console.print(f"{run.name}: recorded, pass^k {summary.pass_hat_k}")
-    updated = CassetteManifest.model_validate({
-        **manifest.model_dump(), "runs": [r.model_dump() for r in runs],
-        "recorded_on": datetime.now(UTC).date().isoformat(), "tauproxy_version": __version__,
-    })
+    updated = CassetteManifest.model_validate(
+        {
+            **manifest.model_dump(),
+            "runs": [r.model_dump() for r in runs],
+            "recorded_on": datetime.now(UTC).date().isoformat(),
+            "tauproxy_version": __version__,
+        }
+    )
     write_manifest(staging, updated)
     backup = cassette.with_name(cassette.name + ".old")
     shutil.rmtree(backup, ignore_errors=True)

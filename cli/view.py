@@ -77,15 +77,21 @@ def _print_messages(console: Console, messages: list[Message]) -> None:
         if message.role == "tool":
             tool = names.get(message.tool_call_id or "", "?")
             flag = Text(" ERROR", style="bold red") if message.error else Text("")
-            console.print(Text.assemble(("  ← ", style), (f"{tool}", f"bold {style}"), flag, ": ",
-                                        (message.content or "", "red" if message.error else "")))
+            console.print(
+                Text.assemble(
+                    ("  ← ", style),
+                    (f"{tool}", f"bold {style}"),
+                    flag,
+                    ": ",
+                    (message.content or "", "red" if message.error else ""),
+                )
+            )
             continue
         if message.has_text():
             console.print(Text.assemble((f"{message.role}: ", f"bold {style}"), message.content or ""))
         for call in message.tool_calls or []:
             arguments = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
-            console.print(Text.assemble((f"{message.role} → ", f"bold {style}"), (call.name, "bold"),
-                                        f"({arguments})"))
+            console.print(Text.assemble((f"{message.role} → ", f"bold {style}"), (call.name, "bold"), f"({arguments})"))
 
 
 def _print_reward(console: Console, run: SimulationRun) -> None:
@@ -121,10 +127,13 @@ def _print_calls(console: Console, run: SimulationRun) -> None:
         table.add_column(column, justify="right")
     for call in run.calls:
         table.add_row(
-            str(call.index), call.role,
+            str(call.index),
+            call.role,
             Text(SOURCE_LABELS[call.source], style="yellow" if call.source == "live" else "blue"),
-            call.model, f"{call.usage.prompt_tokens}/{call.usage.completion_tokens}",
-            _cost(call.cost_usd), f"{call.latency_s:.3f}s",
+            call.model,
+            f"{call.usage.prompt_tokens}/{call.usage.completion_tokens}",
+            _cost(call.cost_usd),
+            f"{call.latency_s:.3f}s",
         )
     console.print(table)
 

@@ -143,8 +143,7 @@ def run(config: RunConfig, progress: ProgressCallback | None = None) -> RunRepor
     infrastructure, Ctrl-C) still returns, with `stop` saying why.
     """
     outcome = execute(config, progress)
-    return _report(outcome.results, new_trials=len(outcome.new_runs), stop=outcome.stop,
-                   warnings=outcome.warnings)
+    return _report(outcome.results, new_trials=len(outcome.new_runs), stop=outcome.stop, warnings=outcome.warnings)
 
 
 def load_run(path: Path | str | Sequence[Path | str], run_log: Path | str | None = None) -> RunReport:
@@ -155,10 +154,17 @@ def load_run(path: Path | str | Sequence[Path | str], run_log: Path | str | None
     return _report(load_runs(paths, Path(run_log) if run_log is not None else None))
 
 
-def _report(results: Results, new_trials: int = 0, stop: RunStop | None = None,
-            warnings: list[str] | None = None) -> RunReport:
-    return RunReport(results=results, summary=summarize(results), rows=trial_rows(results),
-                     new_trials=new_trials, stop=stop, warnings=warnings or [])
+def _report(
+    results: Results, new_trials: int = 0, stop: RunStop | None = None, warnings: list[str] | None = None
+) -> RunReport:
+    return RunReport(
+        results=results,
+        summary=summarize(results),
+        rows=trial_rows(results),
+        new_trials=new_trials,
+        stop=stop,
+        warnings=warnings or [],
+    )
 
 
 Run = RunReport | Results | Path | str
@@ -171,8 +177,14 @@ def compare(candidate: Run, baseline: Run, seed: int = 0) -> SideBySide:
     return side_by_side([_labelled(baseline, "baseline"), _labelled(candidate, "candidate")], seed=seed)
 
 
-def check(candidate: Run, baseline: Run, max_drop: float, metric: str = "pass^1",
-          confidence: float = DEFAULT_CONFIDENCE, seed: int = 0) -> ScoreComparison:
+def check(
+    candidate: Run,
+    baseline: Run,
+    max_drop: float,
+    metric: str = "pass^1",
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+) -> ScoreComparison:
     """`tauproxy check`'s verdict on the drop (baseline - candidate) of `metric`: good, bad, undecided
     (the interval straddles `max_drop`: the data cannot tell) or skip (nothing to compare)."""
     _, mine = _labelled(candidate, "candidate")

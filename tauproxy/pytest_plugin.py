@@ -68,9 +68,12 @@ class NetworkBlockedError(ConnectionError):
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tauproxy", "tauproxy record/replay of model calls")
     group.addoption(
-        OPTION, dest="tauproxy_record_mode", default=None, metavar="MODE",
+        OPTION,
+        dest="tauproxy_record_mode",
+        default=None,
+        metavar="MODE",
         help="replay, record, auto, off or once (vcrpy's none, all and new_episodes too); "
-             "default: replay when the CI environment variable is set, else once",
+        "default: replay when the CI environment variable is set, else once",
     )
 
 

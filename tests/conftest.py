@@ -23,8 +23,9 @@ def tauproxy_bin() -> str:
     return str(Path(sys.executable).parent / "tauproxy")
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-            check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, check: bool = True, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})}
     proc = subprocess.run(
         [tauproxy_bin(), *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout

@@ -315,9 +315,7 @@ def _tool_call(body: dict[str, Any], digest: str, loose_json: bool = False) -> d
     params = fn.get("parameters") or {}
     properties = params.get("properties") or {}
     email = _first_email(messages)
-    args = {
-        name: _fill_param(name, properties.get(name) or {}, email) for name in params.get("required") or []
-    }
+    args = {name: _fill_param(name, properties.get(name) or {}, email) for name in params.get("required") or []}
     return {
         "id": f"call_{digest[:8]}",
         "type": "function",
@@ -420,9 +418,7 @@ def stream_chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[d
         yield chunk({"content": piece})
     for index, call in enumerate(message.get("tool_calls") or []):
         opening = {"name": call["function"]["name"], "arguments": ""}
-        yield chunk(
-            {"tool_calls": [{"index": index, "id": call["id"], "type": "function", "function": opening}]}
-        )
+        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function", "function": opening}]})
         for piece in _pieces(call["function"]["arguments"]):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, choice["finish_reason"])
@@ -496,9 +492,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _send_error_json(self, status: int, message: str) -> None:
-        kind, code = _ERROR_KINDS.get(
-            status, ("server_error" if status >= 500 else "invalid_request_error", "")
-        )
+        kind, code = _ERROR_KINDS.get(status, ("server_error" if status >= 500 else "invalid_request_error", ""))
         headers = {"Retry-After": "0"} if status == 429 else None
         error = {"error": {"message": message, "type": kind, "code": code or str(status)}}
         self._send_json(status, error, headers)

@@ -37,7 +37,7 @@ def test_demo_replays_changes_and_reports(tmp_path: Path) -> None:
     assert "demo-prices.json" in text and "nothing is paid" in text, "simulated spend says so"
 
     # It ends with the next commands, and the ones that need no key run as printed.
-    tail = lines[lines.index(next(line for line in lines if "Next" in line)) + 1:]
+    tail = lines[lines.index(next(line for line in lines if "Next" in line)) + 1 :]
     commands = [line.split("#")[0].split() for line in tail if line.strip().startswith("tauproxy ")]
     assert {c[1] for c in commands} >= {"diff", "check", "view", "report", "run"}
     for command in commands:

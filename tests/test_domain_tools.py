@@ -11,8 +11,9 @@ from tauproxy.errors import DomainError, ToolExecutionError
 
 
 @tool("write")
-def sample_tool(db: object, order_id: Annotated[str, Field(max_length=8)], mode: Literal["a", "b"] = "a",
-                count: int = 1) -> str:
+def sample_tool(
+    db: object, order_id: Annotated[str, Field(max_length=8)], mode: Literal["a", "b"] = "a", count: int = 1
+) -> str:
     """Do a thing to an order.
 
     Args:

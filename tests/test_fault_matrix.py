@@ -55,8 +55,21 @@ def tauproxy_io(*args: str) -> tuple[int, str, str]:
 def run_args(cassette: Path, save_to: Path, api_base: str, **llm: object) -> list[str]:
     llm_args = {"api_base": api_base, "api_key": KEY, "num_retries": 0, "timeout": 1, "temperature": 0, **llm}
     llm_args = {name: value for name, value in llm_args.items() if value is not None}
-    return ["run", "--domain", "mock", "--num-tasks", "2", "--agent-llm", "openai/stub",
-            "--agent-llm-args", json.dumps(llm_args), "--cassette", str(cassette), "--save-to", str(save_to)]
+    return [
+        "run",
+        "--domain",
+        "mock",
+        "--num-tasks",
+        "2",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        json.dumps(llm_args),
+        "--cassette",
+        str(cassette),
+        "--save-to",
+        str(save_to),
+    ]
 
 
 def recorded_calls(cassette: Path) -> int:
@@ -111,8 +124,7 @@ def test_upstream_faults_are_excluded_and_heal(tmp_path: Path, upstream: FaultUp
 
 
 def test_a_streak_of_the_same_error_stops_the_run(tmp_path: Path, upstream: FaultUpstream) -> None:
-    args = [*run_args(tmp_path / "c", tmp_path / "run", upstream.url), "--num-tasks", "6",
-            "--max-infra-errors", "3"]
+    args = [*run_args(tmp_path / "c", tmp_path / "run", upstream.url), "--num-tasks", "6", "--max-infra-errors", "3"]
     upstream.set_fault("500")
     before = upstream.request_count
     code, err = tauproxy(*args)
@@ -138,7 +150,11 @@ def _closed_port() -> int:
     ],
 )
 def test_misconfigurations_stop_before_any_trial(
-    tmp_path: Path, upstream: FaultUpstream, monkeypatch: pytest.MonkeyPatch, name: str, change: dict[str, str | None],
+    tmp_path: Path,
+    upstream: FaultUpstream,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    change: dict[str, str | None],
     says: str,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -101,9 +101,7 @@ def _assemble(chunks: list[Any]) -> dict[str, Any]:
 
 def test_httpx_non_streaming_agent_user_and_judge(stub: StubUpstream) -> None:
     with httpx.Client(base_url=stub.url, timeout=5) as client:
-        resp = client.post(
-            "/chat/completions", json={"model": "openai/gpt-x", "messages": USER_TURN, "tools": TOOLS}
-        )
+        resp = client.post("/chat/completions", json={"model": "openai/gpt-x", "messages": USER_TURN, "tools": TOOLS})
         assert resp.status_code == 200
         body = resp.json()
         assert body["object"] == "chat.completion"
@@ -134,10 +132,7 @@ def test_httpx_non_streaming_agent_user_and_judge(stub: StubUpstream) -> None:
         )
         assert body["usage"]["prompt_tokens"] == chars // 4
         assert body["usage"]["completion_tokens"] == len(call["function"]["arguments"]) // 4
-        assert (
-            body["usage"]["total_tokens"]
-            == body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
-        )
+        assert body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
 
         # Same request, same bytes: the stub is a pure function of the body.
         assert (
@@ -152,9 +147,7 @@ def test_httpx_non_streaming_agent_user_and_judge(stub: StubUpstream) -> None:
             choice["message"],
             {"role": "tool", "tool_call_id": call["id"], "content": "u" * 80},
         ]
-        text = client.post(
-            "/chat/completions", json={"model": "gpt-x", "messages": after_tool, "tools": TOOLS}
-        ).json()
+        text = client.post("/chat/completions", json={"model": "gpt-x", "messages": after_tool, "tools": TOOLS}).json()
         assert text["choices"][0]["message"] == {
             "role": "assistant",
             "content": "Thanks. I have checked: " + "u" * 60 + " Is there anything else?",
@@ -171,9 +164,7 @@ def test_httpx_non_streaming_agent_user_and_judge(stub: StubUpstream) -> None:
             history = [{"role": "system", "content": "You are a customer."}]
             history += [{"role": "assistant", "content": f"turn {i}"} for i in range(turns)]
             history.append({"role": "user", "content": "###STOP###"})
-            reply = client.post(
-                "/chat/completions", json={"model": "openai/user-sim", "messages": history}
-            ).json()
+            reply = client.post("/chat/completions", json={"model": "openai/user-sim", "messages": history}).json()
             assert "tool_calls" not in reply["choices"][0]["message"]
             replies.append(reply["choices"][0]["message"]["content"])
         assert replies == [
@@ -183,9 +174,7 @@ def test_httpx_non_streaming_agent_user_and_judge(stub: StubUpstream) -> None:
             "Thanks, that is all. ###STOP###",
         ]
 
-        prompt = (
-            "Grade this.\n<assertions>\n- Agent greeted the user\n- Refund issued\n</assertions>\n- not me"
-        )
+        prompt = "Grade this.\n<assertions>\n- Agent greeted the user\n- Refund issued\n</assertions>\n- not me"
         judged = client.post(
             "/chat/completions", json={"model": "judge-1", "messages": [{"role": "user", "content": prompt}]}
         ).json()
@@ -197,9 +186,7 @@ def test_httpx_non_streaming_agent_user_and_judge(stub: StubUpstream) -> None:
         }
 
         assert client.get("/models").json() == {"object": "list", "data": [{"id": "stub", "object": "model"}]}
-        bad = client.post(
-            "/chat/completions", content=b"{not json", headers={"Content-Type": "application/json"}
-        )
+        bad = client.post("/chat/completions", content=b"{not json", headers={"Content-Type": "application/json"})
         assert bad.status_code == 400
         assert set(bad.json()["error"]) == {"message", "type", "code"}
         assert client.get("/nope").status_code == 404
@@ -236,9 +223,7 @@ def test_openai_sdk_stream_assembles_to_non_streamed_message(
 
     client = openai.OpenAI(base_url=stub.url, api_key="sk-x", max_retries=0)
     tool_choice = "none" if len(messages) == 1 else "auto"
-    plain = client.chat.completions.create(
-        model="stub", messages=messages, tools=TOOLS, tool_choice=tool_choice
-    )
+    plain = client.chat.completions.create(model="stub", messages=messages, tools=TOOLS, tool_choice=tool_choice)
     stream = client.chat.completions.create(
         model="stub",
         messages=messages,

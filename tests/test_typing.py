@@ -19,10 +19,17 @@ def test_mypy_strict_is_clean(tmp_path: Path) -> None:
     (tmp_path / "tauproxy_domains").symlink_to(ROOT / "domains", target_is_directory=True)
     done = subprocess.run(
         [
-            sys.executable, "-m", "mypy",
-            "--config-file", str(ROOT / "pyproject.toml"),
-            "--cache-dir", str(tmp_path / "cache"),
-            "-p", "tauproxy", "-p", "tauproxy_cli",
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "-p",
+            "tauproxy",
+            "-p",
+            "tauproxy_cli",
         ],
         cwd=tmp_path,
         env={"MYPYPATH": f"{ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"},
@@ -37,6 +44,9 @@ def test_ruff_is_clean() -> None:
     pytest.importorskip("ruff")
     done = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", "tauproxy", "cli", "tests", "bench", "domains"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-1000:]

@@ -394,9 +394,7 @@ def _reservations(
             if back:
                 flight_type = "round_trip"
                 segments += [(number, all_days[back_index]) for number in back]
-        reservations[reservation_id] = _reservation(
-            rng, reservation_id, user, key, flight_type, segments, flights
-        )
+        reservations[reservation_id] = _reservation(rng, reservation_id, user, key, flight_type, segments, flights)
         user["reservations"].append(reservation_id)
     return reservations
 

@@ -106,9 +106,7 @@ class World:
         self.user_ids = sorted(db["users"])
         self.direct_keys = sorted(db["routes"])
         codes = sorted(db["airports"])
-        self.indirect_keys = [
-            f"{a}-{b}" for a in codes for b in codes if a != b and f"{a}-{b}" not in db["routes"]
-        ]
+        self.indirect_keys = [f"{a}-{b}" for a in codes for b in codes if a != b and f"{a}-{b}" not in db["routes"]]
         self.policy = POLICY_PATH.read_text(encoding="utf-8")
 
     def user(self, user_id: str) -> Record:
@@ -154,17 +152,13 @@ def card_words(user: Record, payment_id: str) -> str:
     return f"your {BRAND_WORDS[method['brand']]} ending in {method['last_four']}"
 
 
-def _reference(
-    world: World, rng: random.Random, user_id: str, reservation: Record
-) -> tuple[str, list[str], str]:
+def _reference(world: World, rng: random.Random, user_id: str, reservation: Record) -> tuple[str, list[str], str]:
     """How the user points at a reservation: by id, or (when it is unambiguous) by route and date."""
 
     def key(r: Record) -> tuple[str, str, str]:
         return r["origin"], r["destination"], r["flights"][0]["date"]
 
-    twins = [
-        rid for rid in world.user(user_id)["reservations"] if key(world.reservation(rid)) == key(reservation)
-    ]
+    twins = [rid for rid in world.user(user_id)["reservations"] if key(world.reservation(rid)) == key(reservation)]
     words = trip_words(reservation)
     if len(twins) == 1 and rng.random() < 0.5:
         return f"my {words}", ["You do not remember the reservation id; describe the trip instead."], "lookup"
@@ -191,9 +185,7 @@ def _changeable(world: World, reservation: Record) -> bool:
 
 
 def _a_card(rng: random.Random, user: Record) -> str:
-    return rng.choice(
-        sorted(pid for pid, m in user["payment_methods"].items() if m["source"] == "credit_card")
-    )
+    return rng.choice(sorted(pid for pid, m in user["payment_methods"].items() if m["source"] == "credit_card"))
 
 
 def _person(rng: random.Random) -> Record:
@@ -212,9 +204,7 @@ def _person_words(person: Record) -> str:
 # ---------------------------------------------------------------------------------------------- intents
 
 
-def cancel_allowed(
-    world: World, rng: random.Random, user_id: str, taken: set[str], ground: str
-) -> Part | None:
+def cancel_allowed(world: World, rng: random.Random, user_id: str, taken: set[str], ground: str) -> Part | None:
     view = world.view
 
     def wanted(r: Record) -> bool:
@@ -298,11 +288,7 @@ def cancel_forbidden(world: World, rng: random.Random, user_id: str, taken: set[
         condition=f"forbidden:{condition}:{how}",
         purpose=(
             "Refusal: economy/basic reservation booked more than 24 hours ago, no airline cancellation, "
-            + (
-                "insurance but change of plans is not a covered reason."
-                if insured
-                else "no travel insurance."
-            )
+            + ("insurance but change of plans is not a covered reason." if insured else "no travel insurance.")
         ),
         reason=f"My plans changed and I no longer need {ref}. I'd like to cancel it for a full refund.",
         known=["You simply changed your plans; nobody is ill."],
@@ -346,9 +332,7 @@ def _new_dates(world: World, reservation: Record, index: int) -> list[str]:
     return options
 
 
-def change_flight(
-    world: World, rng: random.Random, user_id: str, taken: set[str], basic: bool
-) -> Part | None:
+def change_flight(world: World, rng: random.Random, user_id: str, taken: set[str], basic: bool) -> Part | None:
     def wanted(r: Record) -> bool:
         return _changeable(world, r) and (r["cabin"] == "basic_economy") == basic
 
@@ -387,8 +371,7 @@ def change_flight(
     numbers = " and ".join(leg["flight_number"] for leg in piece)
     what = ref if direction == "one-way" else f"the {direction} flights of {ref}"
     text = (
-        f"I need to move {what} from {pretty(piece[0]['date'])} to {pretty(new_day)}. "
-        "Same flights, just the new date."
+        f"I need to move {what} from {pretty(piece[0]['date'])} to {pretty(new_day)}. Same flights, just the new date."
     )
     known = [
         f"You want the same flight number{'s' if len(piece) > 1 else ''} ({numbers}) on {new_day}.",
@@ -463,9 +446,7 @@ def change_cabin(world: World, rng: random.Random, user_id: str, taken: set[str]
 
 
 def add_bags(world: World, rng: random.Random, user_id: str, taken: set[str]) -> Part | None:
-    reservation = _pick(
-        world, rng, user_id, taken, lambda r: r["status"] == "active" and not flown_flights(r)
-    )
+    reservation = _pick(world, rng, user_id, taken, lambda r: r["status"] == "active" and not flown_flights(r))
     if reservation is None:
         return None
     user = world.user(user_id)
@@ -501,9 +482,7 @@ def add_bags(world: World, rng: random.Random, user_id: str, taken: set[str]) ->
 
 
 def update_passengers(world: World, rng: random.Random, user_id: str, taken: set[str]) -> Part | None:
-    reservation = _pick(
-        world, rng, user_id, taken, lambda r: r["status"] == "active" and not flown_flights(r)
-    )
+    reservation = _pick(world, rng, user_id, taken, lambda r: r["status"] == "active" and not flown_flights(r))
     if reservation is None:
         return None
     passengers = [dict(p) for p in reservation["passengers"]]
@@ -518,8 +497,7 @@ def update_passengers(world: World, rng: random.Random, user_id: str, taken: set
             "dob": born.replace(year=born.year + rng.choice((-1, 1)), day=min(born.day, 28)).isoformat(),
         }
         text = (
-            f"The date of birth of {old['first_name']} {old['last_name']} on {ref} is wrong. "
-            f"It should be {new['dob']}."
+            f"The date of birth of {old['first_name']} {old['last_name']} on {ref} is wrong. It should be {new['dob']}."
         )
     else:
         condition = "replace"
@@ -548,9 +526,7 @@ def update_passengers(world: World, rng: random.Random, user_id: str, taken: set
 
 
 def _disrupted_leg(world: World, reservation: Record) -> tuple[Record, str] | None:
-    statuses = [
-        (leg, flight_status(world.view, leg["flight_number"], leg["date"])) for leg in reservation["flights"]
-    ]
+    statuses = [(leg, flight_status(world.view, leg["flight_number"], leg["date"])) for leg in reservation["flights"]]
     for wanted in ("cancelled", "delayed"):
         for leg, status in statuses:
             if status == wanted:
@@ -558,9 +534,7 @@ def _disrupted_leg(world: World, reservation: Record) -> tuple[Record, str] | No
     return None
 
 
-def compensation(
-    world: World, rng: random.Random, user_id: str, taken: set[str], eligible: bool
-) -> Part | None:
+def compensation(world: World, rng: random.Random, user_id: str, taken: set[str], eligible: bool) -> Part | None:
     user = world.user(user_id)
     # Delays are rarer than cancellations in the DB; asking for one first keeps both kinds in the set.
     preferred = rng.choice(("delayed", "cancelled"))
@@ -572,9 +546,7 @@ def compensation(
         return (compensation_due(world.view, user, r) > 0) == eligible
 
     reservation = _pick(world, rng, user_id, taken, lambda r: wanted(r, (preferred,)))
-    reservation = reservation or _pick(
-        world, rng, user_id, taken, lambda r: wanted(r, ("delayed", "cancelled"))
-    )
+    reservation = reservation or _pick(world, rng, user_id, taken, lambda r: wanted(r, ("delayed", "cancelled")))
     if reservation is None:
         return None
     found = _disrupted_leg(world, reservation)
@@ -635,10 +607,7 @@ def baggage_question(world: World, rng: random.Random, user_id: str, taken: set[
     user = world.user(user_id)
 
     def wanted(r: Record) -> bool:
-        return (
-            r["status"] == "active"
-            and free_bag_allowance(user["membership"], r["cabin"], len(r["passengers"])) > 0
-        )
+        return r["status"] == "active" and free_bag_allowance(user["membership"], r["cabin"], len(r["passengers"])) > 0
 
     reservation = _pick(world, rng, user_id, taken, wanted)
     if reservation is None:
@@ -677,9 +646,7 @@ def _booking_party(rng: random.Random, user: Record) -> list[Record]:
 
 def _book_payment(rng: random.Random, user: Record, total: int) -> str:
     gifts = sorted(
-        pid
-        for pid, m in user["payment_methods"].items()
-        if m["source"] == "gift_card" and m["balance"] >= total
+        pid for pid, m in user["payment_methods"].items() if m["source"] == "gift_card" and m["balance"] >= total
     )
     return rng.choice(gifts) if gifts and rng.random() < 0.5 else _a_card(rng, user)
 
@@ -753,9 +720,7 @@ def book(world: World, rng: random.Random, user_id: str, taken: set[str], onesto
     )
 
 
-def _booking_reason(
-    origin: str, destination: str, day: str, flight_type: str, back_day: str, onestop: bool
-) -> str:
+def _booking_reason(origin: str, destination: str, day: str, flight_type: str, back_day: str, onestop: bool) -> str:
     route = f"from {city(origin)} to {city(destination)}"
     if flight_type == "round_trip":
         dates_words = f"going on {pretty(day)} and coming back on {pretty(back_day)}"

@@ -86,9 +86,7 @@ def _reservation(db: State, reservation_id: str) -> Record:
 def _active_reservation(db: State, reservation_id: str) -> Record:
     reservation = _reservation(db, reservation_id)
     if reservation["status"] != "active":
-        raise ToolExecutionError(
-            f"reservation {reservation_id} is {reservation['status']}; it cannot be changed"
-        )
+        raise ToolExecutionError(f"reservation {reservation_id} is {reservation['status']}; it cannot be changed")
     return reservation
 
 
@@ -106,9 +104,7 @@ def _bookable_day(db: State, flight_number: str, day: str, cabin: str, seats: in
     """A flight-day that physically can take `seats` more passengers in `cabin`."""
     flight, record = _flight_day(db, flight_number, day)
     if record["status"] not in ("available", "delayed"):
-        raise ToolExecutionError(
-            f"flight {flight_number} on {day} is {record['status']} and cannot be booked"
-        )
+        raise ToolExecutionError(f"flight {flight_number} on {day} is {record['status']} and cannot be booked")
     if record["seats_left"][cabin] < seats:
         raise ToolExecutionError(
             f"flight {flight_number} on {day} has {record['seats_left'][cabin]} {cabin} seats, not {seats}"
@@ -127,9 +123,7 @@ def _move_seats(db: State, flight_number: str, day: str, cabin: str, delta: int)
 def _payment_method(user: Record, payment_id: str) -> Record:
     method = user["payment_methods"].get(payment_id)
     if method is None:
-        raise ToolExecutionError(
-            f"payment method {payment_id} is not on the profile of user {user['user_id']}"
-        )
+        raise ToolExecutionError(f"payment method {payment_id} is not on the profile of user {user['user_id']}")
     return method
 
 
@@ -145,9 +139,7 @@ def _settle(user: Record, reservation: Record, payment_id: str, amount: int) -> 
         del user["payment_methods"][payment_id]
     elif method["source"] == "gift_card":
         if method["balance"] < amount:
-            raise ToolExecutionError(
-                f"gift card {payment_id} has a balance of ${method['balance']}, not ${amount}"
-            )
+            raise ToolExecutionError(f"gift card {payment_id} has a balance of ${method['balance']}, not ${amount}")
         method["balance"] -= amount
     reservation["payment_history"].append({"payment_id": payment_id, "amount": amount})
 
@@ -215,9 +207,7 @@ def flown_flights(reservation: Record) -> list[Record]:
 
 
 def booked_within_24h(reservation: Record) -> bool:
-    return datetime.fromisoformat(reservation["created_at"]) >= datetime.fromisoformat(NOW) - timedelta(
-        hours=24
-    )
+    return datetime.fromisoformat(reservation["created_at"]) >= datetime.fromisoformat(NOW) - timedelta(hours=24)
 
 
 def flight_status(db: State, flight_number: str, day: str) -> str:
@@ -227,9 +217,7 @@ def flight_status(db: State, flight_number: str, day: str) -> str:
 
 
 def airline_cancelled(db: State, reservation: Record) -> bool:
-    return any(
-        flight_status(db, leg["flight_number"], leg["date"]) == "cancelled" for leg in reservation["flights"]
-    )
+    return any(flight_status(db, leg["flight_number"], leg["date"]) == "cancelled" for leg in reservation["flights"])
 
 
 def cancellation_grounds(db: State, reservation: Record, reason: str) -> str | None:
@@ -257,9 +245,7 @@ def compensation_due(db: State, user: Record, reservation: Record) -> int:
     return per_passenger * len(reservation["passengers"]) if eligible else 0
 
 
-def booking_total(
-    db: State, cabin: str, flights: list[Record], passengers: int, insurance: str, nonfree: int
-) -> int:
+def booking_total(db: State, cabin: str, flights: list[Record], passengers: int, insurance: str, nonfree: int) -> int:
     fares = sum(_flight_day(db, f["flight_number"], f["date"])[1]["prices"][cabin] for f in flights)
     return fares * passengers + (INSURANCE_FEE * passengers if insurance == "yes" else 0) + nonfree * BAG_FEE
 
@@ -362,9 +348,7 @@ def search_direct_flight(db: State, origin: AirportCode, destination: AirportCod
 
 
 @tool("read")
-def search_onestop_flight(
-    db: State, origin: AirportCode, destination: AirportCode, date: Day
-) -> list[list[Record]]:
+def search_onestop_flight(db: State, origin: AirportCode, destination: AirportCode, date: Day) -> list[list[Record]]:
     """Search itineraries with exactly one connection between two airports on a date. Each result is a pair
     of flights; the second leaves at least 60 minutes after the first lands, on the same date.
 
@@ -551,9 +535,7 @@ def cancel_reservation(db: State, reservation_id: ReservationId, reason: CancelR
     reservation["status"] = "cancelled"
     for leg in reservation["flights"]:
         if leg["date"] >= TODAY:
-            _move_seats(
-                db, leg["flight_number"], leg["date"], reservation["cabin"], len(reservation["passengers"])
-            )
+            _move_seats(db, leg["flight_number"], leg["date"], reservation["cabin"], len(reservation["passengers"]))
     return {**reservation, "refund_total": -sum(r["amount"] for r in refunds)}
 
 
@@ -598,9 +580,7 @@ def update_reservation_flights(
         raise ToolExecutionError("a flight that has already flown cannot be changed")
     difference = (sum(leg["price"] for leg in legs) - sum(leg["price"] for leg in kept.values())) * seats
     _settle(user, reservation, payment_id, difference)
-    _swap_seats(
-        db, released, [leg for leg in legs if (leg["flight_number"], leg["date"]) not in kept], cabin, seats
-    )
+    _swap_seats(db, released, [leg for leg in legs if (leg["flight_number"], leg["date"]) not in kept], cabin, seats)
     reservation["flights"] = legs
     return {**reservation, "price_difference": difference}
 
@@ -613,9 +593,7 @@ def _swap_seats(db: State, released: list[Record], taken: list[Record], cabin: s
 
 
 @tool("write")
-def update_reservation_cabin(
-    db: State, reservation_id: ReservationId, cabin: Cabin, payment_id: PaymentId
-) -> Record:
+def update_reservation_cabin(db: State, reservation_id: ReservationId, cabin: Cabin, payment_id: PaymentId) -> Record:
     """Move every flight of a reservation to another cabin. Each flight is repriced at today's fare of the
     new cabin; the difference for all passengers is charged to, or refunded to, payment_id.
 
@@ -674,9 +652,7 @@ def update_reservation_baggages(
 
 
 @tool("write")
-def update_reservation_passengers(
-    db: State, reservation_id: ReservationId, passengers: list[Passenger]
-) -> Record:
+def update_reservation_passengers(db: State, reservation_id: ReservationId, passengers: list[Passenger]) -> Record:
     """Replace the passenger details of a reservation. The number of passengers cannot change.
 
     Args:
@@ -791,9 +767,7 @@ def _check_baggages(db: State, args: Record) -> str | None:
     if args["total_baggages"] < reservation["total_baggages"]:
         return "checked bags can be added but never removed"
     membership = _user(db, reservation["user_id"])["membership"]
-    expected = nonfree_bags(
-        membership, reservation["cabin"], len(reservation["passengers"]), args["total_baggages"]
-    )
+    expected = nonfree_bags(membership, reservation["cabin"], len(reservation["passengers"]), args["total_baggages"])
     if args["nonfree_baggages"] != expected:
         return f"with this allowance {expected} of {args['total_baggages']} bags are paid for"
     return _check_settlement(db, reservation, args["payment_id"])
@@ -813,9 +787,7 @@ def _check_certificate(db: State, args: Record) -> str | None:
     reservation = _reservation(db, args["reservation_id"])
     if reservation["user_id"] != user["user_id"]:
         return "compensation only for the user's own reservations"
-    if any(
-        m.get("reservation_id") == reservation["reservation_id"] for m in user["payment_methods"].values()
-    ):
+    if any(m.get("reservation_id") == reservation["reservation_id"] for m in user["payment_methods"].values()):
         return "one compensation certificate per reservation"
     due = compensation_due(db, user, reservation)
     if due == 0:

@@ -364,9 +364,7 @@ def _payment_methods(rng: random.Random, numbers: Any) -> dict[str, Record]:
     return methods
 
 
-def _build_orders(
-    rng: random.Random, users: dict[str, Record], products: dict[str, Record]
-) -> dict[str, Record]:
+def _build_orders(rng: random.Random, users: dict[str, Record], products: dict[str, Record]) -> dict[str, Record]:
     counts = {uid: rng.randint(1, 9) for uid in users}
     numbers = iter(rng.sample(range(1000000, 10000000), sum(counts.values())))
     product_list = list(products.values())

@@ -56,9 +56,7 @@ _GENERAL_INSTRUCTIONS = (
     "Do not make up any information you were not given. "
     "End the conversation once your requests are handled or the agent has explained why they cannot be."
 )
-_ACCEPT_REFUSAL = (
-    "If the agent says this cannot be done, accept the explanation; do not insist or ask for a human."
-)
+_ACCEPT_REFUSAL = "If the agent says this cannot be done, accept the explanation; do not insist or ask for a human."
 
 
 @dataclass(frozen=True)
@@ -143,9 +141,7 @@ def _address_args(address: Record) -> dict[str, str]:
     }
 
 
-def _candidates(
-    ctx: Context, user_id: str, exclude: set[str], wanted: Callable[[Record], bool]
-) -> list[Record]:
+def _candidates(ctx: Context, user_id: str, exclude: set[str], wanted: Callable[[Record], bool]) -> list[Record]:
     """The user's orders (as built) that fit, in random order; searching the raw DB costs no JSON parsing."""
     orders = [ctx.raw["orders"][oid] for oid in ctx.raw["users"][user_id]["orders"] if oid not in exclude]
     found = [order for order in orders if wanted(order)]
@@ -448,11 +444,7 @@ def _order_address(ctx: Context, state: State, user_id: str, exclude: set[str]) 
             known=[*ref.known, f"Your {ref.phrase} should be shipped to {where}."],
             unknown=ref.unknown,
             reads=[Call("get_order_details", {"order_id": order["order_id"]})],
-            writes=[
-                Call(
-                    "modify_pending_order_address", {"order_id": order["order_id"], **_address_args(address)}
-                )
-            ],
+            writes=[Call("modify_pending_order_address", {"order_id": order["order_id"], **_address_args(address)})],
             needs_user_details=not ref.id_known,
             order_id=order["order_id"],
         )
@@ -527,9 +519,7 @@ def _payment_short(ctx: Context, state: State, user_id: str, exclude: set[str]) 
             reads=[Call("get_order_details", {"order_id": order["order_id"]})],
             communicate=[_money(balance)],
             forbidden=[
-                Call(
-                    "modify_pending_order_payment", {"order_id": order["order_id"], "payment_method_id": card}
-                )
+                Call("modify_pending_order_payment", {"order_id": order["order_id"], "payment_method_id": card})
             ],
             needs_user_details=True,
             order_id=order["order_id"],
@@ -549,9 +539,7 @@ def _return(ctx: Context, state: State, user_id: str, exclude: set[str]) -> Part
         order = state.orders[raw["order_id"]]
         items = _pick_items(ctx, order, most=2)
         original = _original_method(order)
-        cards = [
-            m for m, method in sorted(user["payment_methods"].items()) if method["source"] == "gift_card"
-        ]
+        cards = [m for m, method in sorted(user["payment_methods"].items()) if method["source"] == "gift_card"]
         to_card = bool(cards) and cards[0] != original and ctx.rng.random() < 0.4
         method_id = cards[0] if to_card else original
         where = "your gift card" if to_card else "the payment method you paid the order with"
@@ -662,11 +650,7 @@ def _exchange_out_of_stock(ctx: Context, state: State, user_id: str, exclude: se
             ],
             reads=_swap_reads(order["order_id"], swaps),
             communicate=["out of stock"],
-            forbidden=[
-                _swap_call(
-                    "exchange_delivered_order_items", order["order_id"], swaps, _original_method(order)
-                )
-            ],
+            forbidden=[_swap_call("exchange_delivered_order_items", order["order_id"], swaps, _original_method(order))],
             action_basis=True,
             needs_user_details=not ref.id_known,
             order_id=order["order_id"],
@@ -679,9 +663,7 @@ def _status_question(ctx: Context, state: State, user_id: str, exclude: set[str]
     for raw in _candidates(ctx, user_id, exclude, _status(status)):
         order = state.orders[raw["order_id"]]
         ref = _refer(ctx, user_id, order)
-        answer = {"pending": "pending", "processed": order["tracking_number"], "delivered": "delivered"}[
-            status
-        ]
+        answer = {"pending": "pending", "processed": order["tracking_number"], "delivered": "delivered"}[status]
         ask = "its tracking number" if status == "processed" else "its status"
         return Part(
             key="status",

@@ -170,9 +170,7 @@ def find_user_id_by_name_zip(db: State, first_name: Text, last_name: Text, zip_c
     if entry is None or not entry["user_ids"]:
         raise ToolExecutionError(f"no user named {first_name} {last_name} with zip code {zip_code}")
     if len(entry["user_ids"]) > 1:
-        raise ToolExecutionError(
-            "several users match this name and zip code; ask for the email address instead"
-        )
+        raise ToolExecutionError("several users match this name and zip code; ask for the email address instead")
     return entry["user_ids"][0]
 
 
@@ -452,9 +450,7 @@ def _not_pending(order: Record, action: str) -> str | None:
 def _gift_card_shortfall(db: State, order: Record, method_id: str, cents: int) -> str | None:
     method = db.users[order["user_id"]]["payment_methods"][method_id]
     if method["source"] == "gift_card" and cents > to_cents(method["balance"]):
-        return (
-            f"gift card {method_id} has ${method['balance']:.2f}, less than the ${from_cents(cents):.2f} due"
-        )
+        return f"gift card {method_id} has ${method['balance']:.2f}, less than the ${from_cents(cents):.2f} due"
     return None
 
 
@@ -483,9 +479,7 @@ def _difference(db: State, order: Record, args: dict[str, Any]) -> int:
     cents = 0
     for item_id, new_id in zip(args["item_ids"], args["new_item_ids"], strict=True):
         item = by_id[item_id]
-        cents += to_cents(db.products[item["product_id"]]["variants"][new_id]["price"]) - to_cents(
-            item["price"]
-        )
+        cents += to_cents(db.products[item["product_id"]]["variants"][new_id]["price"]) - to_cents(item["price"])
     return cents
 
 
@@ -526,9 +520,7 @@ def _rule_modify_payment(db: State, args: dict[str, Any]) -> str | None:
 def _rule_return(db: State, args: dict[str, Any]) -> str | None:
     order = db.orders[args["order_id"]]
     method_id = args["payment_method_id"]
-    paid_with = {
-        e["payment_method_id"] for e in order["payment_history"] if e["transaction_type"] == "payment"
-    }
+    paid_with = {e["payment_method_id"] for e in order["payment_history"] if e["transaction_type"] == "payment"}
     method = db.users[order["user_id"]]["payment_methods"][method_id]
 
     def wrong_refund_method() -> str | None:

@@ -47,14 +47,64 @@ ABROAD: dict[str, Record] = {
 }
 
 FIRST_NAMES = (
-    "Amara", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas", "Keiko", "Luca",
-    "Mina", "Nadia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tala", "Uma", "Viktor", "Wren", "Yusuf",
-    "Zoe", "Arjun", "Bea", "Cyrus", "Dalia", "Emil",
+    "Amara",
+    "Bruno",
+    "Chiara",
+    "Dmitri",
+    "Elena",
+    "Farid",
+    "Greta",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Keiko",
+    "Luca",
+    "Mina",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tala",
+    "Uma",
+    "Viktor",
+    "Wren",
+    "Yusuf",
+    "Zoe",
+    "Arjun",
+    "Bea",
+    "Cyrus",
+    "Dalia",
+    "Emil",
 )
 LAST_NAMES = (
-    "Abbott", "Bauer", "Castillo", "Dube", "Eriksen", "Fontaine", "Gallo", "Haddad", "Ivanova", "Jensen",
-    "Kowalski", "Lindqvist", "Moreau", "Nakamura", "Okafor", "Petrov", "Quiroga", "Rossi", "Sato", "Tanaka",
-    "Ueda", "Varga", "Weber", "Xu", "Yilmaz", "Zimmer",
+    "Abbott",
+    "Bauer",
+    "Castillo",
+    "Dube",
+    "Eriksen",
+    "Fontaine",
+    "Gallo",
+    "Haddad",
+    "Ivanova",
+    "Jensen",
+    "Kowalski",
+    "Lindqvist",
+    "Moreau",
+    "Nakamura",
+    "Okafor",
+    "Petrov",
+    "Quiroga",
+    "Rossi",
+    "Sato",
+    "Tanaka",
+    "Ueda",
+    "Varga",
+    "Weber",
+    "Xu",
+    "Yilmaz",
+    "Zimmer",
 )
 CARD_BRANDS = ("Visa", "Mastercard", "Amex")
 DEVICES = ("Pixel 8", "Galaxy S23", "iPhone 14", "Moto G84", "Nokia X30", "iPhone 15")
@@ -179,11 +229,21 @@ def default_device(line_id: str, model: str) -> Record:
 
 
 def home_location() -> Record:
-    return {"country": "home", "abroad": False, "network": CARRIER, "technologies": list(HOME_TECHNOLOGIES),
-            "signal_bars": 4}
+    return {
+        "country": "home",
+        "abroad": False,
+        "network": CARRIER,
+        "technologies": list(HOME_TECHNOLOGIES),
+        "signal_bars": 4,
+    }
 
 
 def abroad_location(country: str) -> Record:
     info = ABROAD[country]
-    return {"country": country, "abroad": True, "network": info["partner_network"],
-            "technologies": list(info["technologies"]), "signal_bars": 3}
+    return {
+        "country": country,
+        "abroad": True,
+        "network": info["partner_network"],
+        "technologies": list(info["technologies"]),
+        "signal_bars": 3,
+    }

@@ -38,7 +38,12 @@ CHEAPEST_ROAMING_PLAN = "plan_smart15"
 OVERDUE_PERIOD = "2025-05"
 
 USER_ATOMS = (
-    "sim_unseated", "airplane_on", "network_mode_2g_only", "data_off", "roaming_phone_off", "apn_broken",
+    "sim_unseated",
+    "airplane_on",
+    "network_mode_2g_only",
+    "data_off",
+    "roaming_phone_off",
+    "apn_broken",
 )
 AGENT_ATOMS = ("line_suspended_unpaid", "roaming_backend_off", "data_exhausted")
 # Canonical order of the fixes: back end first (a suspended line masks every phone fault), then the phone
@@ -72,8 +77,7 @@ NO_DATA_REASONS = (
     "I have signal but no mobile internet on my phone.",
 )
 UNKNOWN_INFO = (
-    "You do not know why the phone is not working, and you cannot see your account, bills, plan or data "
-    "balance."
+    "You do not know why the phone is not working, and you cannot see your account, bills, plan or data balance."
 )
 TASK_INSTRUCTIONS = (
     "Use your phone tools only when the agent asks, one step at a time, and say what the screen shows "
@@ -219,18 +223,23 @@ def _line_suspended(rng: random.Random, db: dict[str, Any], draft: Draft) -> Non
     bill = {**db["bills"][bill_id], "status": "unpaid", "paid_with": None}
     draft.changed_bills[bill_id] = bill
     method = rng.choice(draft.customer["payment_methods"])
-    draft.known.append(f"If a payment is needed, you want to pay with your {method['brand']} card ending in "
-                       f"{method['last4']}.")
-    draft.agent_actions.extend([
-        ("get_bills", {"customer_id": draft.customer_id}),
-        ("make_payment", {"bill_id": bill_id, "payment_method_id": method["payment_method_id"]}),
-        ("resume_line", {"line_id": draft.line_id}),
-    ])
+    draft.known.append(
+        f"If a payment is needed, you want to pay with your {method['brand']} card ending in {method['last4']}."
+    )
+    draft.agent_actions.extend(
+        [
+            ("get_bills", {"customer_id": draft.customer_id}),
+            ("make_payment", {"bill_id": bill_id, "payment_method_id": method["payment_method_id"]}),
+            ("resume_line", {"line_id": draft.line_id}),
+        ]
+    )
     draft.communicate.append(money(bill["amount"]))
-    draft.assertions.extend([
-        _assert("assistant", "line_status", {"line_id": draft.line_id}, "active"),
-        _assert("assistant", "has_overdue_bills", {"customer_id": draft.customer_id}, False),
-    ])
+    draft.assertions.extend(
+        [
+            _assert("assistant", "line_status", {"line_id": draft.line_id}, "active"),
+            _assert("assistant", "has_overdue_bills", {"customer_id": draft.customer_id}, False),
+        ]
+    )
 
 
 def _roaming_backend_off(rng: random.Random, db: dict[str, Any], draft: Draft) -> None:
@@ -239,10 +248,12 @@ def _roaming_backend_off(rng: random.Random, db: dict[str, Any], draft: Draft) -
         draft.known.append(
             "If your plan does not cover roaming, you are willing to switch to the cheapest plan that does."
         )
-        draft.agent_actions.extend([
-            ("list_plans", {}),
-            ("change_plan", {"line_id": draft.line_id, "plan_id": CHEAPEST_ROAMING_PLAN}),
-        ])
+        draft.agent_actions.extend(
+            [
+                ("list_plans", {}),
+                ("change_plan", {"line_id": draft.line_id, "plan_id": CHEAPEST_ROAMING_PLAN}),
+            ]
+        )
         draft.communicate.append(money(PLANS[CHEAPEST_ROAMING_PLAN]["monthly_fee"]))
         draft.assertions.append(_line_plan_is(draft.line_id, CHEAPEST_ROAMING_PLAN))
     draft.agent_actions.append(("enable_roaming", {"line_id": draft.line_id}))

@@ -310,8 +310,14 @@ def make_payment(db: State, bill_id: BillId, payment_method_id: PaymentMethodId)
         raise ToolExecutionError(f"payment method {payment_method_id} is not on file for this customer")
     bill["status"] = "paid"
     bill["paid_with"] = payment_method_id
-    return {"payment_id": f"PAY-{bill_id}", "bill_id": bill_id, "amount_charged": money(bill["amount"]),
-            "payment_method_id": payment_method_id, "date": TODAY, "bill_status": "paid"}
+    return {
+        "payment_id": f"PAY-{bill_id}",
+        "bill_id": bill_id,
+        "amount_charged": money(bill["amount"]),
+        "payment_method_id": payment_method_id,
+        "date": TODAY,
+        "bill_status": "paid",
+    }
 
 
 @tool("write")
@@ -349,8 +355,12 @@ def add_data_topup(db: State, line_id: LineId, gb: TopupSize) -> Record:
     line = _own_line(db, line_id)
     line["topups"].append({"gb": gb, "price": TOPUP_PRICES[gb], "date": TODAY})
     plan = _plan(db, line["plan_id"])
-    return {"line_id": line_id, "added_gb": gb, "price": money(TOPUP_PRICES[gb]),
-            "data_remaining_gb": data_remaining_gb(line, plan)}
+    return {
+        "line_id": line_id,
+        "added_gb": gb,
+        "price": money(TOPUP_PRICES[gb]),
+        "data_remaining_gb": data_remaining_gb(line, plan),
+    }
 
 
 @tool("write")
@@ -396,8 +406,7 @@ def change_plan(db: State, line_id: LineId, plan_id: PlanId) -> Record:
     if line["plan_id"] == plan_id:
         raise ToolExecutionError(f"line {line_id} is already on {plan['name']}")
     line["plan_id"] = plan_id
-    return {"line_id": line_id, "plan": _plan_view(plan_id, plan),
-            "data_remaining_gb": data_remaining_gb(line, plan)}
+    return {"line_id": line_id, "plan": _plan_view(plan_id, plan), "data_remaining_gb": data_remaining_gb(line, plan)}
 
 
 @tool("read")
@@ -481,8 +490,7 @@ def run_speed_test(db: State) -> Record:
     device, line, plan, location = world(db)
     down = speed_mbps(device, line, plan, location)
     if down == 0.0:
-        return {"connection": "mobile", "result": "no internet connection", "download_mbps": 0.0,
-                "upload_mbps": 0.0}
+        return {"connection": "mobile", "result": "no internet connection", "download_mbps": 0.0, "upload_mbps": 0.0}
     return {"connection": "mobile", "result": "ok", "download_mbps": down, "upload_mbps": round(down / 4, 1)}
 
 

@@ -179,7 +179,7 @@ class ConversationKeys:
         while shared < len(self._messages) and shared < len(messages) and messages[shared] is self._messages[shared]:
             shared += 1
         del self._messages[shared:]
-        del self._hashers[shared + 1:]
+        del self._hashers[shared + 1 :]
         for message in messages[shared:]:
             self._hashers.append(self._hashers[-1].then(canonical_json(canonical_message(message))))
             self._messages.append(message)
@@ -216,8 +216,10 @@ class KeyHasher:
 
     def key(self, model: str | None, params: dict[str, Any], tool_choice: Any, tools_text: str | None) -> str:
         """The request key of these messages with the rest of the canonical request (tools as canonical JSON)."""
-        tail = (f'],"model":{canonical_json(model)},"params":{canonical_json(params)},'
-                f'"tool_choice":{canonical_json(tool_choice)},"tools":{tools_text or "null"}}}')
+        tail = (
+            f'],"model":{canonical_json(model)},"params":{canonical_json(params)},'
+            f'"tool_choice":{canonical_json(tool_choice)},"tools":{tools_text or "null"}}}'
+        )
         digest = self._hash.copy()
         digest.update(tail.encode())
         return digest.hexdigest()

@@ -189,8 +189,10 @@ class State:
         parts = []
         for name in sorted(self.table_names()):
             overlay = self._overlay.get(name, {})
-            if not any(value is _DELETED or self._base.record_json(name, rid) != _dumps(value)
-                       for rid, value in overlay.items()) and not self._new_ids.get(name):
+            if not any(
+                value is _DELETED or self._base.record_json(name, rid) != _dumps(value)
+                for rid, value in overlay.items()
+            ) and not self._new_ids.get(name):
                 parts.append(f"{_dumps(name)}: {self._base.table_json(name)}")
                 continue
             rows = []

@@ -126,11 +126,7 @@ def check_actions(golden: list[Action], calls: list[ToolCall]) -> list[ActionChe
 
 
 def check_communicate(infos: list[str], messages: list[Message]) -> list[CommunicateCheck]:
-    said = [
-        (m.content or "").lower().replace(",", "")
-        for m in messages
-        if m.role == "assistant" and m.has_text()
-    ]
+    said = [(m.content or "").lower().replace(",", "") for m in messages if m.role == "assistant" and m.has_text()]
     checks = []
     for info in infos:
         needle = info.lower().replace(",", "")

@@ -11,8 +11,12 @@ from tauproxy.data_model.key import EXCLUDED_PARAMS
 from tauproxy.data_model.result import ModelInfo
 from tauproxy.redact import redact_llm_args
 
-_CONNECTION_ALIASES = {"base_url": "api_base", "max_retries": "num_retries", "request_timeout": "timeout",
-                       "headers": "extra_headers"}
+_CONNECTION_ALIASES = {
+    "base_url": "api_base",
+    "max_retries": "num_retries",
+    "request_timeout": "timeout",
+    "headers": "extra_headers",
+}
 
 
 class LLMConfig(BaseModel):
@@ -38,5 +42,9 @@ class LLMConfig(BaseModel):
         """The role as run.json and results.json record it: the args every request carries, never the
         connection settings (where and how long to call changes no answer, so changing them must not
         block a resume), nor anything secret."""
-        return ModelInfo(llm=self.model, llm_args=redact_llm_args(self.params(seed=None)),
-                         system_prompt_sha256=system_prompt_sha256, implementation=implementation)
+        return ModelInfo(
+            llm=self.model,
+            llm_args=redact_llm_args(self.params(seed=None)),
+            system_prompt_sha256=system_prompt_sha256,
+            implementation=implementation,
+        )

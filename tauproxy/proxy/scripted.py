@@ -149,8 +149,13 @@ def _oracle_plan(task: Task, spec: ScriptedSpec, seed: int, own_tools: set[str])
         plan.append(action)
     if spec.flag("violate"):
         plan.extend(_forbidden_actions(task))
-    plan.append(_final_words(task, slipped=slips[-1], transferred=any(
-        isinstance(a, Action) and a.name == "transfer_to_human_agents" for a in plan)))
+    plan.append(
+        _final_words(
+            task,
+            slipped=slips[-1],
+            transferred=any(isinstance(a, Action) and a.name == "transfer_to_human_agents" for a in plan),
+        )
+    )
     return plan
 
 
@@ -226,9 +231,7 @@ def _pending_user_actions(task: Task | None, own: list[Message]) -> list[Action]
 def judge(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
     prompt = next((m.content or "" for m in reversed(request.messages) if m.role == "user"), "")
     transcript = between(prompt, TRANSCRIPT_OPEN, TRANSCRIPT_CLOSE)
-    agent_text = "\n".join(
-        line for line in transcript.splitlines() if line.lower().startswith("assistant:")
-    ).lower()
+    agent_text = "\n".join(line for line in transcript.splitlines() if line.lower().startswith("assistant:")).lower()
     items = []
     for line in between(prompt, ASSERTIONS_OPEN, ASSERTIONS_CLOSE).splitlines():
         if not line.startswith("- "):

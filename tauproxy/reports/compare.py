@@ -44,9 +44,16 @@ class SideBySide(BaseModel):
 def agent_identity(results: Results) -> str:
     """What makes two runs the same agent: model, args (connection settings are never kept) and prompt."""
     agent = results.info.agent_info
-    return json.dumps({"llm": agent.llm, "llm_args": agent.llm_args,
-                       "system_prompt_sha256": agent.system_prompt_sha256,
-                       "implementation": agent.implementation}, sort_keys=True, default=str)
+    return json.dumps(
+        {
+            "llm": agent.llm,
+            "llm_args": agent.llm_args,
+            "system_prompt_sha256": agent.system_prompt_sha256,
+            "implementation": agent.implementation,
+        },
+        sort_keys=True,
+        default=str,
+    )
 
 
 def group_by_agent(loaded: Sequence[tuple[str, SourcedResults]]) -> list[tuple[str, Results]]:
@@ -57,20 +64,22 @@ def group_by_agent(loaded: Sequence[tuple[str, SourcedResults]]) -> list[tuple[s
     out: list[tuple[str, Results]] = []
     for members in groups.values():
         names = [name for name, _ in members]
-        merged: Results = (members[0][1] if len(members) == 1
-                           else merge_results([r for _, r in members], sources=names))
+        merged: Results = members[0][1] if len(members) == 1 else merge_results([r for _, r in members], sources=names)
         out.append((" + ".join(names), merged))
     return out
 
 
 def side_by_side(runs: Sequence[tuple[str, Results]], seed: int = 0) -> SideBySide:
     """Summaries of every run and the paired comparison of each later run with the first."""
-    compared = [ComparedRun(label=label, sources=[label], agent=results.info.agent_info,
-                            summary=summarize(results)) for label, results in runs]
+    compared = [
+        ComparedRun(label=label, sources=[label], agent=results.info.agent_info, summary=summarize(results))
+        for label, results in runs
+    ]
     base_label, base = runs[0]
-    comparisons = [RunComparison(candidate=label, baseline=base_label,
-                                 comparison=paired_comparison(results, base, seed=seed))
-                   for label, results in runs[1:]]
+    comparisons = [
+        RunComparison(candidate=label, baseline=base_label, comparison=paired_comparison(results, base, seed=seed))
+        for label, results in runs[1:]
+    ]
     return SideBySide(runs=compared, comparisons=comparisons)
 
 
@@ -101,8 +110,10 @@ def render_side_by_side(report: SideBySide) -> str:
                 ci = f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""
                 scores.append(f"pass^{k} {value:.3f}{ci}")
         lines.append(f"  {summary.num_tasks} tasks x {summary.num_trials} trials; " + "; ".join(scores))
-        lines.append(f"  avg reward {summary.avg_reward:.3f}; live cost {_cost(summary)}; "
-                     f"calls live/replayed {summary.calls.live}/{summary.calls.replayed}")
+        lines.append(
+            f"  avg reward {summary.avg_reward:.3f}; live cost {_cost(summary)}; "
+            f"calls live/replayed {summary.calls.live}/{summary.calls.replayed}"
+        )
     for item in report.comparisons:
         if item.comparison is None:
             lines.append(f"{item.candidate} vs {item.baseline}: no scored task in common")

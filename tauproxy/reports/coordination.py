@@ -37,8 +37,11 @@ def coordination_report(dual: Results, solo: Results) -> dict[str, Any]:
         "totals": _totals(rows),
         "only_in_dual": sorted(set(dual_rates) - set(solo_rates)),
         "only_in_solo": sorted(set(solo_rates) - set(dual_rates)),
-        "models": {"dual_agent": dual.info.agent_info.llm, "dual_user": dual.info.user_info.llm,
-                   "solo_agent": solo.info.agent_info.llm},
+        "models": {
+            "dual_agent": dual.info.agent_info.llm,
+            "dual_user": dual.info.user_info.llm,
+            "solo_agent": solo.info.agent_info.llm,
+        },
     }
 
 

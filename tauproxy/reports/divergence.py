@@ -77,10 +77,16 @@ def _sampling_args(info: ModelInfo) -> dict[str, Any]:
 def setting_changes(a: RunInfo, b: RunInfo) -> dict[str, tuple[Any, Any]]:
     """Every setting that differs between two runs, as name -> (A's value, B's value)."""
     changes: dict[str, tuple[Any, Any]] = {}
-    for role, left, right in (("agent", a.agent_info, b.agent_info), ("user", a.user_info, b.user_info),
-                              ("judge", a.judge_info, b.judge_info)):
-        pairs = {"llm": (left.llm, right.llm), "llm_args": (_sampling_args(left), _sampling_args(right)),
-                 "system_prompt_sha256": (left.system_prompt_sha256, right.system_prompt_sha256)}
+    for role, left, right in (
+        ("agent", a.agent_info, b.agent_info),
+        ("user", a.user_info, b.user_info),
+        ("judge", a.judge_info, b.judge_info),
+    ):
+        pairs = {
+            "llm": (left.llm, right.llm),
+            "llm_args": (_sampling_args(left), _sampling_args(right)),
+            "system_prompt_sha256": (left.system_prompt_sha256, right.system_prompt_sha256),
+        }
         changes.update({f"{role}.{name}": pair for name, pair in pairs.items() if pair[0] != pair[1]})
     for name in ("domain", "domain_sha256", "seed", "max_steps", "max_errors", "solo", "tauproxy_version"):
         left_value, right_value = getattr(a, name), getattr(b, name)
@@ -90,8 +96,11 @@ def setting_changes(a: RunInfo, b: RunInfo) -> dict[str, tuple[Any, Any]]:
 
 
 def _named(changes: dict[str, tuple[Any, Any]], names: tuple[str, ...]) -> list[str]:
-    return [f"{name}: {short_value(changes[name][0])} -> {short_value(changes[name][1])}"
-            for name in names if name in changes]
+    return [
+        f"{name}: {short_value(changes[name][0])} -> {short_value(changes[name][1])}"
+        for name in names
+        if name in changes
+    ]
 
 
 def short_value(value: Any) -> str:
@@ -137,8 +146,7 @@ def _message_lines(message: Message | None, ended: str) -> list[str]:
     head = message.role + (f" ({message.requestor})" if message.requestor else "")
     lines = [head + (" [error]" if message.error else "")]
     lines += (message.content or "").splitlines()
-    lines += [f"tool call {c.name}({canonical_json(c.arguments)}) id={c.id}"
-              for c in message.tool_calls or []]
+    lines += [f"tool call {c.name}({canonical_json(c.arguments)}) id={c.id}" for c in message.tool_calls or []]
     if message.tool_call_id:
         lines.append(f"tool_call_id: {message.tool_call_id}")
     return lines
@@ -189,8 +197,9 @@ class TrialContext(BaseModel):
     changes: dict[str, tuple[Any, Any]] = {}
 
     def task_changed(self) -> bool:
-        return (self.task_a is not None and self.task_b is not None
-                and self.task_a.model_dump() != self.task_b.model_dump())
+        return (
+            self.task_a is not None and self.task_b is not None and self.task_a.model_dump() != self.task_b.model_dump()
+        )
 
     def notes(self) -> list[str]:
         notes = []
@@ -215,10 +224,10 @@ def explain(context: TrialContext, cassettes: list[Cassette]) -> Divergence:
     earlier = b.messages[opening:index] if right is not None else a.messages[opening:index]
     agent_before = sum(m.role == "assistant" for m in earlier)
     user_before = sum(m.role == "user" for m in earlier)
-    diff = unified(_message_lines(left, a.termination_reason.value),
-                   _message_lines(right, b.termination_reason.value))
-    found = Divergence(cause=Cause.UNEXPLAINED, detail="", message_index=index, message_role=message.role,
-                       message_diff=diff)
+    diff = unified(_message_lines(left, a.termination_reason.value), _message_lines(right, b.termination_reason.value))
+    found = Divergence(
+        cause=Cause.UNEXPLAINED, detail="", message_index=index, message_role=message.role, message_diff=diff
+    )
     if index < opening:
         found.cause, found.detail = Cause.TASK_CHANGED, "the task's opening messages differ"
         return found
@@ -258,8 +267,7 @@ def _same_key(call_a: CallRecord | None, call_b: CallRecord | None) -> bool:
     return call_a is not None and call_b is not None and call_a.key == call_b.key
 
 
-def _classify_agent(found: Divergence, ctx: TrialContext, call_a: CallRecord | None,
-                    call_b: CallRecord | None) -> None:
+def _classify_agent(found: Divergence, ctx: TrialContext, call_a: CallRecord | None, call_b: CallRecord | None) -> None:
     if _same_key(call_a, call_b):
         found.cause = Cause.RESAMPLING_NOISE
         found.detail = "the agent was sent the same request (same key) and answered differently"
@@ -270,8 +278,9 @@ def _classify_agent(found: Divergence, ctx: TrialContext, call_a: CallRecord | N
         model.append(f"trial seed: {ctx.a.seed} -> {ctx.b.seed}")
     if prompt:
         found.cause = Cause.PROMPT_OR_TOOLS_CHANGED
-        found.detail = _with_notes("the agent's request changed with its system prompt or the domain's tools",
-                                   prompt + model)
+        found.detail = _with_notes(
+            "the agent's request changed with its system prompt or the domain's tools", prompt + model
+        )
     elif model:
         found.cause = Cause.MODEL_OR_PARAMS_CHANGED
         found.detail = _with_notes("the agent's model or sampling parameters changed", model)
@@ -282,8 +291,7 @@ def _classify_agent(found: Divergence, ctx: TrialContext, call_a: CallRecord | N
         )
 
 
-def _classify_user(found: Divergence, ctx: TrialContext, call_a: CallRecord | None,
-                   call_b: CallRecord | None) -> None:
+def _classify_user(found: Divergence, ctx: TrialContext, call_a: CallRecord | None, call_b: CallRecord | None) -> None:
     if _same_key(call_a, call_b):
         found.cause = Cause.RESAMPLING_NOISE
         found.detail = "the user simulator was sent the same request (same key) and answered differently"
@@ -301,8 +309,7 @@ def _classify_tool(found: Divergence, ctx: TrialContext, index: int) -> None:
     found.cause = Cause.TOOL_OUTPUT_CHANGED
     what = f"tool {name}" if name else "a tool"
     reasons = _named(ctx.changes, ("domain_sha256",)) + ctx.notes()
-    found.detail = _with_notes(f"the same call of {what} returned a different result (environment or domain)",
-                               reasons)
+    found.detail = _with_notes(f"the same call of {what} returned a different result (environment or domain)", reasons)
 
 
 def _classify_ended(found: Divergence, ctx: TrialContext, ended: str) -> None:
@@ -338,20 +345,22 @@ def _first_key_difference(keys_a: list[str], keys_b: list[str]) -> int:
 def _judge_divergence(ctx: TrialContext, cassettes: list[Cassette]) -> Divergence:
     judge_a = [call for call in ctx.a.calls if call.role == "judge"]
     judge_b = [call for call in ctx.b.calls if call.role == "judge"]
-    found = Divergence(cause=Cause.NO_DIVERGENCE, detail="",
-                       message_diff=unified(_reward_lines(ctx.a), _reward_lines(ctx.b)))
+    found = Divergence(
+        cause=Cause.NO_DIVERGENCE, detail="", message_diff=unified(_reward_lines(ctx.a), _reward_lines(ctx.b))
+    )
     changed = _named(ctx.changes, ("judge.llm", "judge.llm_args"))
     keys_a, keys_b = [c.key for c in judge_a], [c.key for c in judge_b]
     # A judge setting change explains nothing for a trial that never called the judge.
     if (judge_a or judge_b) and (changed or keys_a != keys_b):
         position = _first_key_difference(keys_a, keys_b)
-        pair = (judge_a[position] if position < len(judge_a) else None,
-                judge_b[position] if position < len(judge_b) else None)
+        pair = (
+            judge_a[position] if position < len(judge_a) else None,
+            judge_b[position] if position < len(judge_b) else None,
+        )
         _set_call(found, *pair)
         found.request_diff = request_diff(cassettes, *pair)
         found.cause = Cause.JUDGE_CHANGED
-        found.detail = _with_notes("same transcript, different judge or judge requests",
-                                   changed + ctx.notes())
+        found.detail = _with_notes("same transcript, different judge or judge requests", changed + ctx.notes())
     elif judge_a and _verdicts(ctx.a) != _verdicts(ctx.b):
         _set_call(found, judge_a[0], judge_b[0] if judge_b else None)
         found.cause = Cause.RESAMPLING_NOISE

@@ -31,25 +31,28 @@ _SOURCE_MARK = {"live": "", "replayed": "r", "mixed": "m", "unknown": "?"}
 
 def render_html(summary: ReportSummary, results: Results, comparison: SideBySide | None = None) -> str:
     anchors = _anchors(summary)
-    body = "".join([
-        _header(summary, results, comparison is not None),
-        _comparison(comparison) if comparison is not None else "",
-        _scores(summary),
-        _outcomes(summary),
-        _costs(summary),
-        _grid(summary, anchors),
-        _trajectories(results, anchors),
-        element("script", children=SCRIPT),
-    ])
-    head = "".join([
-        element("meta", charset="utf-8"),
-        element("meta", http_equiv="Content-Security-Policy", content=CSP),
-        element("meta", name="viewport", content="width=device-width, initial-scale=1"),
-        element("title", f"tauproxy report: {summary.domain}"),
-        element("style", children=STYLE),
-    ])
-    page = element("html", lang="en",
-                   children=element("head", children=head) + element("body", children=body))
+    body = "".join(
+        [
+            _header(summary, results, comparison is not None),
+            _comparison(comparison) if comparison is not None else "",
+            _scores(summary),
+            _outcomes(summary),
+            _costs(summary),
+            _grid(summary, anchors),
+            _trajectories(results, anchors),
+            element("script", children=SCRIPT),
+        ]
+    )
+    head = "".join(
+        [
+            element("meta", charset="utf-8"),
+            element("meta", http_equiv="Content-Security-Policy", content=CSP),
+            element("meta", name="viewport", content="width=device-width, initial-scale=1"),
+            element("title", f"tauproxy report: {summary.domain}"),
+            element("style", children=STYLE),
+        ]
+    )
+    page = element("html", lang="en", children=element("head", children=head) + element("body", children=body))
     return "<!DOCTYPE html>\n" + page + "\n"
 
 
@@ -99,22 +102,28 @@ def _header(summary: ReportSummary, results: Results, compared: bool = False) ->
     notes = "".join(element("li", note) for note in summary.notes)
     names = ("comparison",) * compared + ("scores", "outcomes", "cost", "grid", "trajectories")
     links = [element("a", name, href=f"#{name}") for name in names]
-    return element("header", id="header", children="".join([
-        element("h1", f"tauproxy report: {summary.domain}"),
-        meta,
-        element("ul", class_="notes", children=notes) if notes else "",
-        element("nav", children=" · ".join(links)),
-        _controls(),
-    ]))
+    return element(
+        "header",
+        id="header",
+        children="".join(
+            [
+                element("h1", f"tauproxy report: {summary.domain}"),
+                meta,
+                element("ul", class_="notes", children=notes) if notes else "",
+                element("nav", children=" · ".join(links)),
+                _controls(),
+            ]
+        ),
+    )
 
 
 def _controls() -> str:
     """Failures-only and search over the trajectories; shown by the page's script, which runs them."""
     box = element("label", children=element("input", type="checkbox", id="only-failures") + " failures only")
-    search = element("input", type="search", id="search", placeholder="search the trajectories",
-                     aria_label="search the trajectories")
-    return element("div", id="controls", hidden=True,
-                   children=box + search + element("span", id="match-count"))
+    search = element(
+        "input", type="search", id="search", placeholder="search the trajectories", aria_label="search the trajectories"
+    )
+    return element("div", id="controls", hidden=True, children=box + search + element("span", id="match-count"))
 
 
 def _comparison(report: SideBySide) -> str:
@@ -129,12 +138,18 @@ def _comparison(report: SideBySide) -> str:
             if value is not None and interval is not None:
                 text += " ({:.3f} – {:.3f})".format(*interval)
             scores.append(cell(text, number=True))
-        runs.append(row(cell("baseline" if index == 0 else "candidate"), cell(run.label), cell(_model(run.agent)),
-                        cell(f"{summary.num_tasks} × {summary.num_trials}", number=True), *scores,
-                        cell(f"{summary.avg_reward:.3f}", number=True),
-                        cell(money(summary.cost.live_usd), number=True)))
-    headers = ["role", "run", "agent", "tasks × trials", *[f"pass^{k} (95% CI)" for k in ks],
-               "avg reward", "live cost"]
+        runs.append(
+            row(
+                cell("baseline" if index == 0 else "candidate"),
+                cell(run.label),
+                cell(_model(run.agent)),
+                cell(f"{summary.num_tasks} × {summary.num_trials}", number=True),
+                *scores,
+                cell(f"{summary.avg_reward:.3f}", number=True),
+                cell(money(summary.cost.live_usd), number=True),
+            )
+        )
+    headers = ["role", "run", "agent", "tasks × trials", *[f"pass^{k} (95% CI)" for k in ks], "avg reward", "live cost"]
     parts = [table(headers, runs)]
     for item in report.comparisons:
         found = item.comparison
@@ -143,49 +158,77 @@ def _comparison(report: SideBySide) -> str:
             parts += [title, element("p", "No scored task in common.")]
             continue
         level = f"{found.level:.0%}"
-        rows = [row(cell(f"pass^{d.k}" if d.metric == "pass^k" else d.metric), cell(f"{d.candidate:.3f}", number=True),
-                    cell(f"{d.baseline:.3f}", number=True), cell(f"{d.difference:+.3f}", number=True),
-                    cell(f"{d.ci[0]:+.3f} – {d.ci[1]:+.3f}", number=True))
-                for d in found.differences.values()]
+        rows = [
+            row(
+                cell(f"pass^{d.k}" if d.metric == "pass^k" else d.metric),
+                cell(f"{d.candidate:.3f}", number=True),
+                cell(f"{d.baseline:.3f}", number=True),
+                cell(f"{d.difference:+.3f}", number=True),
+                cell(f"{d.ci[0]:+.3f} – {d.ci[1]:+.3f}", number=True),
+            )
+            for d in found.differences.values()
+        ]
         matched = f"; trials matched by seed in {found.seed_paired_tasks} tasks" if found.seed_paired_tasks else ""
-        facts = (f"{found.tasks} common tasks, at least {found.trials_per_task} trials each{matched}. "
-                 f"Intervals: paired percentile bootstrap over tasks ({found.resamples} resamples, seed "
-                 f"{found.seed}). Exact sign-flip test of pass^1: p = {found.test.p_value:.4g} "
-                 f"({found.test.nonzero_tasks} tasks differ).")
-        parts += [title, table(["metric", "candidate", "baseline", "difference", f"{level} CI"], rows),
-                  element("p", facts)]
+        facts = (
+            f"{found.tasks} common tasks, at least {found.trials_per_task} trials each{matched}. "
+            f"Intervals: paired percentile bootstrap over tasks ({found.resamples} resamples, seed "
+            f"{found.seed}). Exact sign-flip test of pass^1: p = {found.test.p_value:.4g} "
+            f"({found.test.nonzero_tasks} tasks differ)."
+        )
+        parts += [
+            title,
+            table(["metric", "candidate", "baseline", "difference", f"{level} CI"], rows),
+            element("p", facts),
+        ]
     return section("comparison", "Comparison", *parts)
 
 
 def _scores(summary: ReportSummary) -> str:
     intervals = summary.pass_hat_k_ci
     rows = [
-        row(cell(f"pass^{k}"), cell(f"{v:.3f}", number=True),
-            cell("{:.3f} – {:.3f}".format(*intervals[k]) if k in intervals else "-", number=True))
+        row(
+            cell(f"pass^{k}"),
+            cell(f"{v:.3f}", number=True),
+            cell("{:.3f} – {:.3f}".format(*intervals[k]) if k in intervals else "-", number=True),
+        )
         for k, v in summary.pass_hat_k.items()
     ]
-    chart = pass_hat_k_chart({int(k): v for k, v in summary.pass_hat_k.items()},
-                             {int(k): (lo, hi) for k, (lo, hi) in intervals.items()})
-    facts = (f"{summary.num_tasks} tasks × {summary.num_trials} trials; average reward "
-             f"{summary.avg_reward:.3f}. Intervals: percentile bootstrap over tasks (2000 resamples).")
-    return section("scores", "Scores", element("p", facts), table(["k", "estimate", "95% CI"], rows),
-                   element("figure", children=chart))
+    chart = pass_hat_k_chart(
+        {int(k): v for k, v in summary.pass_hat_k.items()}, {int(k): (lo, hi) for k, (lo, hi) in intervals.items()}
+    )
+    facts = (
+        f"{summary.num_tasks} tasks × {summary.num_trials} trials; average reward "
+        f"{summary.avg_reward:.3f}. Intervals: percentile bootstrap over tasks (2000 resamples)."
+    )
+    return section(
+        "scores",
+        "Scores",
+        element("p", facts),
+        table(["k", "estimate", "95% CI"], rows),
+        element("figure", children=chart),
+    )
 
 
 def _outcomes(summary: ReportSummary) -> str:
     excluded = summary.excluded_reasons
     terminations = [
-        row(cell(reason), cell(str(count), number=True),
-            cell("excluded from pass^k" if reason in excluded else "counted"))
+        row(
+            cell(reason),
+            cell(str(count), number=True),
+            cell("excluded from pass^k" if reason in excluded else "counted"),
+        )
         for reason, count in summary.termination_reasons.items()
     ]
     bases = [
         row(cell(basis.value), cell(f"{b.mean:.3f}", number=True), cell(str(b.runs), number=True))
         for basis, b in summary.reward_breakdown.items()
     ]
-    return section("outcomes", "Terminations and reward by basis",
-                   table(["termination", "runs", "pass^k"], terminations),
-                   table(["basis", "mean reward", "runs"], bases))
+    return section(
+        "outcomes",
+        "Terminations and reward by basis",
+        table(["termination", "runs", "pass^k"], terminations),
+        table(["basis", "mean reward", "runs"], bases),
+    )
 
 
 def _costs(summary: ReportSummary) -> str:
@@ -202,26 +245,42 @@ def _costs(summary: ReportSummary) -> str:
         if unattributed.simulations:
             values["source unknown"] = unattributed.by_role.get(role)
         groups.append(CostGroup(label=role, values=values))
-        rows.append(row(cell(role), *[cell(money(values[s]) if s in values else "-", number=True)
-                                      for s in ("live", "saved", "source unknown")]))
-    rows.append(row(cell("total"), cell(money(cost.live_usd), number=True),
-                    cell(money(cost.replayed_usd), number=True), cell("-", number=True)))
+        rows.append(
+            row(
+                cell(role),
+                *[
+                    cell(money(values[s]) if s in values else "-", number=True)
+                    for s in ("live", "saved", "source unknown")
+                ],
+            )
+        )
+    rows.append(
+        row(
+            cell("total"),
+            cell(money(cost.live_usd), number=True),
+            cell(money(cost.replayed_usd), number=True),
+            cell("-", number=True),
+        )
+    )
     unknown = cost.unknown_price_calls
     note = element("p", f"{unknown} calls had no known price and are not in these sums.") if unknown else ""
     headers = ["role", "live (spent)", "replayed (saved)", "source unknown"]
     parts = [table(headers, rows), note, _chart_or_note(groups, "chart-cost-by-role")]
     if cost.by_model:
         parts += [element("h3", "By model"), _split_table("model", cost.by_model)]
-        by_model = [CostGroup(label=name, values={"live": split.live_usd, "saved": split.replayed_usd})
-                    for name, split in cost.by_model.items()]
+        by_model = [
+            CostGroup(label=name, values={"live": split.live_usd, "saved": split.replayed_usd})
+            for name, split in cost.by_model.items()
+        ]
         if len(by_model) > 1 and any(v != 0 for group in by_model for v in group.values.values()):
             parts.append(_chart_or_note(by_model, "chart-cost-by-model"))  # nothing to draw: the note above said why
     if cost.by_task:
         # Most expensive first; a long list folds, since a 60-task table would push the grid far down.
         title = element("summary", f"By task ({len(cost.by_task)} tasks, most expensive first)")
         tasks = _split_table("task", cost.by_task)
-        parts.append(element("details", class_="cost-by-task", open=len(cost.by_task) <= _OPEN_TASK_ROWS,
-                             children=title + tasks))
+        parts.append(
+            element("details", class_="cost-by-task", open=len(cost.by_task) <= _OPEN_TASK_ROWS, children=title + tasks)
+        )
     return section("cost", "Cost", *parts)
 
 
@@ -235,21 +294,35 @@ def _chart_or_note(groups: list[CostGroup], svg_id: str) -> str:
     if not values:
         return element("p", "No model calls recorded, so no chart.")
     if all(v == 0 for v in values):
-        return element("p", "Every call cost $0 (scripted and local models are free by declaration), "
-                            "so there is no chart.", class_="zero-cost")
+        return element(
+            "p",
+            "Every call cost $0 (scripted and local models are free by declaration), so there is no chart.",
+            class_="zero-cost",
+        )
     return element("figure", children=cost_chart(groups, svg_id))
 
 
 def _split_table(first: str, splits: dict[str, CostSplit]) -> str:
     ordered = sorted(splits.items(), key=lambda item: -(item[1].live.known_usd + item[1].replayed.known_usd))
-    rows = [row(cell(name), cell(_tally_money(split.live), number=True),
-                cell(_tally_money(split.replayed), number=True),
-                cell(f"{split.live.calls}/{split.replayed.calls}", number=True),
-                cell(f"{split.live.prompt_tokens:,}/{split.live.completion_tokens:,}", number=True),
-                cell(f"{split.replayed.prompt_tokens:,}/{split.replayed.completion_tokens:,}", number=True))
-            for name, split in ordered]
-    headers = [first, "live (spent)", "replayed (saved)", "calls live/replayed", "tokens in/out live",
-               "tokens in/out replayed"]
+    rows = [
+        row(
+            cell(name),
+            cell(_tally_money(split.live), number=True),
+            cell(_tally_money(split.replayed), number=True),
+            cell(f"{split.live.calls}/{split.replayed.calls}", number=True),
+            cell(f"{split.live.prompt_tokens:,}/{split.live.completion_tokens:,}", number=True),
+            cell(f"{split.replayed.prompt_tokens:,}/{split.replayed.completion_tokens:,}", number=True),
+        )
+        for name, split in ordered
+    ]
+    headers = [
+        first,
+        "live (spent)",
+        "replayed (saved)",
+        "calls live/replayed",
+        "tokens in/out live",
+        "tokens in/out replayed",
+    ]
     return table(headers, rows)
 
 
@@ -268,22 +341,39 @@ def _grid(summary: ReportSummary, anchors: dict[tuple[str, int], str]) -> str:
         cells = [_grid_cell(grid_row.task_id, trial, anchors) for trial in grid_row.trials]
         passed = sum(1 for trial in grid_row.trials if trial.success)
         outcome = "pass" if passed == len(grid_row.trials) else "fail"
-        rows.append(element("tr", data_outcome=outcome, children=cell(grid_row.task_id) + cell(
-            f"{passed}/{len(grid_row.trials)}", number=True) + "".join(cells)))
-    legend = ("✓ pass, ✗ fail, ! excluded (infrastructure error); "
-              "r replayed, m mixed, ? source unknown, no mark: live.")
-    return section("grid", "Trials per task", element("p", legend),
-                   table(["task", "pass", *[str(i) for i in range(width)]], rows, class_="grid"))
+        rows.append(
+            element(
+                "tr",
+                data_outcome=outcome,
+                children=cell(grid_row.task_id)
+                + cell(f"{passed}/{len(grid_row.trials)}", number=True)
+                + "".join(cells),
+            )
+        )
+    legend = "✓ pass, ✗ fail, ! excluded (infrastructure error); r replayed, m mixed, ? source unknown, no mark: live."
+    return section(
+        "grid",
+        "Trials per task",
+        element("p", legend),
+        table(["task", "pass", *[str(i) for i in range(width)]], rows, class_="grid"),
+    )
 
 
 def _grid_cell(task_id: str, trial: GridCell, anchors: dict[tuple[str, int], str]) -> str:
     state = "excluded" if trial.excluded else ("pass" if trial.success else "fail")
     mark = "!" if trial.excluded else CHECK[trial.success]
     marker = _SOURCE_MARK.get(trial.source, "?")
-    tip = (f"trial {trial.trial} · seed {trial.seed} · reward {trial.reward} · "
-           f"{trial.termination_reason} · calls {trial.source}")
-    link = element("a", mark, children=element("sup", marker) if marker else "",
-                   href="#" + anchors[(task_id, trial.trial)], title=tip)
+    tip = (
+        f"trial {trial.trial} · seed {trial.seed} · reward {trial.reward} · "
+        f"{trial.termination_reason} · calls {trial.source}"
+    )
+    link = element(
+        "a",
+        mark,
+        children=element("sup", marker) if marker else "",
+        href="#" + anchors[(task_id, trial.trial)],
+        title=tip,
+    )
     return element("td", children=link, class_=f"cell {state} src-{trial.source}")
 
 

@@ -18,11 +18,17 @@ def trajectory_section(run: SimulationRun, anchor: str) -> str:
     """A <details> page the grid links to by `anchor`; collapsed so a long report stays scannable."""
     success = is_success(run)
     reward = run.reward_info.reward if run.reward_info else None
-    title = (f" task {run.task_id} · trial {run.trial} · seed {run.seed} · reward {reward} · "
-             f"{run.termination_reason.value} · calls {call_source(run)}")
+    title = (
+        f" task {run.task_id} · trial {run.trial} · seed {run.seed} · reward {reward} · "
+        f"{run.termination_reason.value} · calls {call_source(run)}"
+    )
     mark = element("span", CHECK[success], class_="mark-pass" if success else "mark-fail")
-    parts = [messages_block(run.messages), reward_block(run), calls_block(run),
-             element("p", children=element("a", "back to the grid", href="#grid"))]
+    parts = [
+        messages_block(run.messages),
+        reward_block(run),
+        calls_block(run),
+        element("p", children=element("a", "back to the grid", href="#grid")),
+    ]
     if run.error:
         parts.insert(0, element("p", f"error: {run.error}", class_="notes"))
     head = element("summary", children=mark + element("span", title))
@@ -38,19 +44,31 @@ def messages_block(messages: list[Message]) -> str:
     for message in messages:
         if message.role == "tool":
             badge = element("span", "error", class_="badge") if message.error else ""
-            label = element("span", f"tool ← {names.get(message.tool_call_id or '', '?')} ", class_="role",
-                            children=badge)
-            out.append(element("div", class_="msg role-tool" + (" error" if message.error else ""),
-                               children=label + tool_result(message.content or "")))
+            label = element(
+                "span", f"tool ← {names.get(message.tool_call_id or '', '?')} ", class_="role", children=badge
+            )
+            out.append(
+                element(
+                    "div",
+                    class_="msg role-tool" + (" error" if message.error else ""),
+                    children=label + tool_result(message.content or ""),
+                )
+            )
             continue
         calls = "".join(
-            element("div", f"→ {c.name}({json.dumps(c.arguments, sort_keys=True, ensure_ascii=False)})",
-                    class_="toolcall")
+            element(
+                "div", f"→ {c.name}({json.dumps(c.arguments, sort_keys=True, ensure_ascii=False)})", class_="toolcall"
+            )
             for c in message.tool_calls or []
         )
         text = element("span", message.content or "") if message.has_text() else ""
-        out.append(element("div", class_=f"msg role-{message.role}",
-                           children=element("span", message.role, class_="role") + text + calls))
+        out.append(
+            element(
+                "div",
+                class_=f"msg role-{message.role}",
+                children=element("span", message.role, class_="role") + text + calls,
+            )
+        )
     return element("div", class_="messages", children="".join(out))
 
 
@@ -65,8 +83,9 @@ def tool_result(content: str) -> str:
     lines = text.count("\n") + 1
     label = f"{lines} lines" + (" of JSON" if pretty is not None else "")
     summary = element("summary", f"{label}: {_preview(content, pretty is not None)}")
-    return element("details", class_="result", open=lines <= FOLD_LINES,
-                   children=summary + element("pre", text, class_="result"))
+    return element(
+        "details", class_="result", open=lines <= FOLD_LINES, children=summary + element("pre", text, class_="result")
+    )
 
 
 def _preview(content: str, is_json: bool) -> str:
@@ -101,21 +120,25 @@ def reward_block(run: SimulationRun) -> str:
     breakdown = ", ".join(f"{basis} {value:g}" for basis, value in (info.reward_breakdown or {}).items())
     basis = ", ".join(info.reward_basis or [])
     line = f"reward {info.reward:g}; basis {basis or 'none'}; breakdown {breakdown or 'none'}"
-    checks = [row(cell(c.kind), cell(CHECK[c.met]), cell(c.label), cell(c.detail))
-              for c in reward_checks(info)]
-    return element("h4", "Reward") + element("p", line) + (table(["check", "", "what", "why"], checks)
-                                                          if checks else "")
+    checks = [row(cell(c.kind), cell(CHECK[c.met]), cell(c.label), cell(c.detail)) for c in reward_checks(info)]
+    return (
+        element("h4", "Reward") + element("p", line) + (table(["check", "", "what", "why"], checks) if checks else "")
+    )
 
 
 def calls_block(run: SimulationRun) -> str:
     if not run.calls:
         return element("h4", "Model calls") + element("p", "none recorded (live or replayed unknown)")
     rows = [
-        row(cell(str(c.index), number=True), cell(c.role),
+        row(
+            cell(str(c.index), number=True),
+            cell(c.role),
             cell("live" if c.source == "live" else "replayed", class_=f"src-{c.source}"),
-            cell(c.model), cell(f"{c.usage.prompt_tokens}/{c.usage.completion_tokens}", number=True),
+            cell(c.model),
+            cell(f"{c.usage.prompt_tokens}/{c.usage.completion_tokens}", number=True),
             cell("unknown" if c.cost_usd is None else f"${c.cost_usd:.6f}", number=True),
-            cell(f"{c.latency_s:.3f}s", number=True))
+            cell(f"{c.latency_s:.3f}s", number=True),
+        )
         for c in run.calls
     ]
     headers = ["#", "role", "source", "model", "tokens in/out", "cost", "latency"]

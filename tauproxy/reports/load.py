@@ -16,8 +16,10 @@ def load_runs(paths: list[Path], run_log: Path | None = None) -> SourcedResults:
         raise ConfigError("give at least one run directory or results file")
     if run_log is not None and len(paths) > 1:
         # Which of several runs a log belongs to is not for us to guess; beside its file it is clear.
-        raise ConfigError("--run-log joins onto one run; with several runs, put each run's log beside "
-                          "its results file as NAME.runlog.jsonl")
+        raise ConfigError(
+            "--run-log joins onto one run; with several runs, put each run's log beside "
+            "its results file as NAME.runlog.jsonl"
+        )
     loaded = [load_any_results(path, run_log) for path in paths]
     if len(loaded) == 1:
         return loaded[0]

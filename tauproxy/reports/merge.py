@@ -53,15 +53,15 @@ def merge_results(results: Sequence[Results], sources: list[str] | None = None) 
     # `kept` preserves insertion order, which is (file order, original trial) within each task.
     for run, _ in kept.values():
         by_task.setdefault(run.task_id, []).append(run)
-    simulations = [
-        _renumbered(run, trial) for group in by_task.values() for trial, run in enumerate(group)
-    ]
+    simulations = [_renumbered(run, trial) for group in by_task.values() for trial, run in enumerate(group)]
     first = results[0]
     seeds = list(OrderedDict.fromkeys(run.seed for run in simulations))
-    info = first.info.model_copy(update={
-        "num_trials": max((len(group) for group in by_task.values()), default=0),
-        "trial_seeds": seeds,
-    })
+    info = first.info.model_copy(
+        update={
+            "num_trials": max((len(group) for group in by_task.values()), default=0),
+            "trial_seeds": seeds,
+        }
+    )
     notes = [note for r in results for note in notes_of(r)]
     return SourcedResults(
         timestamp=first.timestamp,

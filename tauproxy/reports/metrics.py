@@ -52,10 +52,7 @@ def pass_hat_ks(counts: list[TaskCount]) -> dict[int, float]:
     if not counts:
         return {}
     max_k = min(c.trials for c in counts)
-    return {
-        k: sum(pass_hat_k(c.trials, c.successes, k) for c in counts) / len(counts)
-        for k in range(1, max_k + 1)
-    }
+    return {k: sum(pass_hat_k(c.trials, c.successes, k) for c in counts) / len(counts) for k in range(1, max_k + 1)}
 
 
 def average_reward(runs: list[SimulationRun]) -> float:
@@ -92,9 +89,7 @@ def bootstrap_pass_hat_k_ci(
 
     points = pass_hat_ks(counts)
     # per_task[k-1, i]: pass^k of task i.
-    per_task = np.array(
-        [[pass_hat_k(c.trials, c.successes, k) for c in counts] for k in points], dtype=float
-    )
+    per_task = np.array([[pass_hat_k(c.trials, c.successes, k) for c in counts] for k in points], dtype=float)
     rng = np.random.default_rng(seed)
     # (n_boot, tasks): row b lists the tasks drawn, with replacement, for resample b.
     picks = rng.integers(0, len(counts), size=(n_boot, len(counts)))
@@ -127,9 +122,7 @@ def reward_breakdown(runs: list[SimulationRun]) -> dict[RewardType, BasisMean]:
         for basis, value in (breakdown or {}).items():
             totals.setdefault(RewardType(basis), []).append(value)
     return {
-        basis: BasisMean(mean=sum(values) / len(values), runs=len(values))
-        for basis, values in totals.items()
-        if values
+        basis: BasisMean(mean=sum(values) / len(values), runs=len(values)) for basis, values in totals.items() if values
     }
 
 

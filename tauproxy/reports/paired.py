@@ -132,13 +132,17 @@ def _reward(run: SimulationRun) -> float:
 
 def _per_task(runs: list[SimulationRun], k: int) -> tuple[float, float, float]:
     successes = sum(is_success(run) for run in runs)
-    return (successes / len(runs), pass_hat_k(len(runs), successes, k),
-            sum(_reward(run) for run in runs) / len(runs))
+    return (successes / len(runs), pass_hat_k(len(runs), successes, k), sum(_reward(run) for run in runs) / len(runs))
 
 
 def paired_comparison(
-    candidate: Results, baseline: Results, level: float = 0.95, resamples: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0, match_seeds: bool = True, expand: bool = False,
+    candidate: Results,
+    baseline: Results,
+    level: float = 0.95,
+    resamples: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+    match_seeds: bool = True,
+    expand: bool = False,
 ) -> PairedComparison | None:
     """The paired comparison on the common tasks; None when the runs have no scored task in common.
     `match_seeds=False` keeps every counted trial of a task on both sides, even where seeds are shared;
@@ -164,24 +168,40 @@ def paired_comparison(
         means = deltas[:, column][picks].mean(axis=1)
         low, high = (float(v) for v in np.quantile(means, [tail, 1.0 - tail]))
         if expand:
-            low, high = ((-1.0, 1.0) if math.isinf(widen)
-                         else (point - (point - low) * widen, point + (high - point) * widen))
+            low, high = (
+                (-1.0, 1.0) if math.isinf(widen) else (point - (point - low) * widen, point + (high - point) * widen)
+            )
         differences[metric] = PairedDifference(
-            metric=metric, k={"pass^1": 1, "pass^k": k}.get(metric),
-            candidate=float(mine[:, column].mean()), baseline=float(theirs[:, column].mean()),
-            difference=point, ci=(min(low, point), max(high, point)),
+            metric=metric,
+            k={"pass^1": 1, "pass^k": k}.get(metric),
+            candidate=float(mine[:, column].mean()),
+            baseline=float(theirs[:, column].mean()),
+            difference=point,
+            ci=(min(low, point), max(high, point)),
         )
     per_task = [
-        TaskPair(task_id=p.task_id, candidate_successes=sum(map(is_success, p.candidate)),
-                 candidate_trials=len(p.candidate), baseline_successes=sum(map(is_success, p.baseline)),
-                 baseline_trials=len(p.baseline), paired_by_seed=p.by_seed)
+        TaskPair(
+            task_id=p.task_id,
+            candidate_successes=sum(map(is_success, p.candidate)),
+            candidate_trials=len(p.candidate),
+            baseline_successes=sum(map(is_success, p.baseline)),
+            baseline_trials=len(p.baseline),
+            paired_by_seed=p.by_seed,
+        )
         for p in pairs
     ]
     return PairedComparison(
-        tasks=len(pairs), trials_per_task=k, candidate_trials=sum(len(p.candidate) for p in pairs),
+        tasks=len(pairs),
+        trials_per_task=k,
+        candidate_trials=sum(len(p.candidate) for p in pairs),
         baseline_trials=sum(len(p.baseline) for p in pairs),
-        seed_paired_tasks=sum(p.by_seed for p in pairs), level=level, resamples=resamples, seed=seed,
-        differences=differences, test=sign_flip_test(per_task), per_task=per_task,
+        seed_paired_tasks=sum(p.by_seed for p in pairs),
+        level=level,
+        resamples=resamples,
+        seed=seed,
+        differences=differences,
+        test=sign_flip_test(per_task),
+        per_task=per_task,
     )
 
 
@@ -231,10 +251,18 @@ def sign_flip_test(tasks: list[TaskPair]) -> SignFlipTest:
     for task in tasks:
         scale = math.lcm(scale, task.candidate_trials, task.baseline_trials)
     # Integer differences on the common denominator `scale`: exact, no rounding of the statistic.
-    steps = [abs(task.candidate_successes * (scale // task.candidate_trials)
-                 - task.baseline_successes * (scale // task.baseline_trials)) for task in tasks]
-    observed = sum(task.candidate_successes * (scale // task.candidate_trials)
-                   - task.baseline_successes * (scale // task.baseline_trials) for task in tasks)
+    steps = [
+        abs(
+            task.candidate_successes * (scale // task.candidate_trials)
+            - task.baseline_successes * (scale // task.baseline_trials)
+        )
+        for task in tasks
+    ]
+    observed = sum(
+        task.candidate_successes * (scale // task.candidate_trials)
+        - task.baseline_successes * (scale // task.baseline_trials)
+        for task in tasks
+    )
     nonzero = [step for step in steps if step]
     mean = observed / scale / len(tasks) if tasks else 0.0
     if not nonzero:
@@ -273,15 +301,21 @@ def mean_trial_cost(runs: list[SimulationRun]) -> float | None:
 def render_paired(comparison: PairedComparison, candidate: str = "candidate", baseline: str = "baseline") -> str:
     """The comparison as plain text: one line per metric, then the exact test."""
     percent = f"{comparison.level:.0%}"
-    seeds = (f"; trials matched by seed in {comparison.seed_paired_tasks}"
-             if comparison.seed_paired_tasks else "; no shared seeds (trials not matched)")
-    lines = [f"paired comparison ({candidate} - {baseline}) on {comparison.tasks} common task(s), "
-             f"{comparison.trials_per_task}+ trials each{seeds}:"]
+    seeds = (
+        f"; trials matched by seed in {comparison.seed_paired_tasks}"
+        if comparison.seed_paired_tasks
+        else "; no shared seeds (trials not matched)"
+    )
+    lines = [
+        f"paired comparison ({candidate} - {baseline}) on {comparison.tasks} common task(s), "
+        f"{comparison.trials_per_task}+ trials each{seeds}:"
+    ]
     for diff in comparison.differences.values():
         name = f"pass^{diff.k}" if diff.metric == "pass^k" else diff.metric
-        lines.append(f"  {name:<10} {diff.candidate:.3f} vs {diff.baseline:.3f}: {diff.difference:+.3f} "
-                     f"[{diff.ci[0]:+.3f}, {diff.ci[1]:+.3f}] ({percent} paired bootstrap over tasks)")
+        lines.append(
+            f"  {name:<10} {diff.candidate:.3f} vs {diff.baseline:.3f}: {diff.difference:+.3f} "
+            f"[{diff.ci[0]:+.3f}, {diff.ci[1]:+.3f}] ({percent} paired bootstrap over tasks)"
+        )
     test = comparison.test
-    lines.append(f"  exact sign-flip test of pass^1: p = {test.p_value:.4g} "
-                 f"({test.nonzero_tasks} task(s) differ)")
+    lines.append(f"  exact sign-flip test of pass^1: p = {test.p_value:.4g} ({test.nonzero_tasks} task(s) differ)")
     return "\n".join(lines)

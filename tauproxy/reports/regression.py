@@ -92,8 +92,15 @@ def _infra_errors(runs: list[SimulationRun]) -> int:
 
 
 def compare_scores(
-    run: Results, baseline: Results, metric: str, max_drop: float, confidence: float = DEFAULT_CONFIDENCE,
-    seed: int = 0, match_seeds: bool = True, resamples: int = DEFAULT_BOOTSTRAP, expand: bool = False,
+    run: Results,
+    baseline: Results,
+    metric: str,
+    max_drop: float,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+    match_seeds: bool = True,
+    resamples: int = DEFAULT_BOOTSTRAP,
+    expand: bool = False,
     advise: bool = True,
 ) -> ScoreComparison:
     """Compare `run` with `baseline` on their common tasks: bad, good or undecided against `max_drop`.
@@ -109,16 +116,24 @@ def compare_scores(
     mine = [sim for sim in run.simulations if sim.task_id in common]
     theirs = [sim for sim in baseline.simulations if sim.task_id in common]
     result = ScoreComparison(
-        metric=metric, max_drop=max_drop, confidence=confidence, verdict=Verdict.SKIP, reason="",
+        metric=metric,
+        max_drop=max_drop,
+        confidence=confidence,
+        verdict=Verdict.SKIP,
+        reason="",
         common_tasks=len(common),
-        trials=len(mine), baseline_trials=len(theirs),
-        infrastructure_errors=_infra_errors(mine), baseline_infrastructure_errors=_infra_errors(theirs),
+        trials=len(mine),
+        baseline_trials=len(theirs),
+        infrastructure_errors=_infra_errors(mine),
+        baseline_infrastructure_errors=_infra_errors(theirs),
     )
     if not common:
         result.reason = "the run and the baseline have no task in common"
         return result
-    for name, errors, total in (("run", result.infrastructure_errors, len(mine)),
-                                ("baseline", result.baseline_infrastructure_errors, len(theirs))):
+    for name, errors, total in (
+        ("run", result.infrastructure_errors, len(mine)),
+        ("baseline", result.baseline_infrastructure_errors, len(theirs)),
+    ):
         if 2 * errors > total:
             result.reason = f"{errors} of the {name}'s {total} trials are infrastructure errors"
             return result
@@ -129,9 +144,15 @@ def compare_scores(
     if not scored:
         result.reason = "no common task has a trial without an infrastructure error on both sides"
         return result
-    paired = paired_comparison(run.model_copy(update={"simulations": mine}),
-                               baseline.model_copy(update={"simulations": theirs}), level=confidence, seed=seed,
-                                match_seeds=match_seeds, resamples=resamples, expand=expand)
+    paired = paired_comparison(
+        run.model_copy(update={"simulations": mine}),
+        baseline.model_copy(update={"simulations": theirs}),
+        level=confidence,
+        seed=seed,
+        match_seeds=match_seeds,
+        resamples=resamples,
+        expand=expand,
+    )
     if paired is None:  # unreachable after the checks above; kept for the type checker
         result.reason = "no common task to compare"
         return result
@@ -182,11 +203,19 @@ def _more_trials(
     extra = None if m is None else m * paired.tasks
     cost = None if extra is None or run_cost is None or base_cost is None else extra * (run_cost + base_cost)
     if m is None:
-        note = ("more trials per task are unlikely to decide it (the drop sits on the threshold); "
-                "compare on more tasks or revisit --max-drop")
+        note = (
+            "more trials per task are unlikely to decide it (the drop sits on the threshold); "
+            "compare on more tasks or revisit --max-drop"
+        )
     else:
         money = "unknown (a price is unknown)" if cost is None else f"${cost:.4f}"
-        note = (f"most likely decided by {m} more trial(s) per task on both sides ({extra} each), "
-                f"costing {money}")
-    return MoreTrials(trials_per_task=m, tasks=paired.tasks, extra_trials=extra, run_trial_cost_usd=run_cost,
-                      baseline_trial_cost_usd=base_cost, cost_usd=cost, note=note)
+        note = f"most likely decided by {m} more trial(s) per task on both sides ({extra} each), costing {money}"
+    return MoreTrials(
+        trials_per_task=m,
+        tasks=paired.tasks,
+        extra_trials=extra,
+        run_trial_cost_usd=run_cost,
+        baseline_trial_cost_usd=base_cost,
+        cost_usd=cost,
+        note=note,
+    )

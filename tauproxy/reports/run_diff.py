@@ -91,9 +91,16 @@ class RunDiff(BaseModel):
 def _side(results: Results) -> RunSide:
     info = results.info
     pass_1 = pass_hat_ks(task_counts(results.simulations)).get(1)
-    return RunSide(agent=info.agent_info.llm, agent_prompt_sha256=info.agent_info.system_prompt_sha256,
-                   user=info.user_info.llm, judge=info.judge_info.llm, domain=info.domain,
-                   domain_sha256=info.domain_sha256, trials=len(results.simulations), pass_hat_1=pass_1)
+    return RunSide(
+        agent=info.agent_info.llm,
+        agent_prompt_sha256=info.agent_info.system_prompt_sha256,
+        user=info.user_info.llm,
+        judge=info.judge_info.llm,
+        domain=info.domain,
+        domain_sha256=info.domain_sha256,
+        trials=len(results.simulations),
+        pass_hat_1=pass_1,
+    )
 
 
 def pair_trials(
@@ -153,18 +160,33 @@ def diff_runs(a: Results, b: Results, cassette_dirs: list[Path] | None = None) -
         counted = all(r.termination_reason not in EXCLUDED_TERMINATIONS for r in (run_a, run_b))
         if not counted or is_success(run_a) == is_success(run_b):
             continue
-        context = TrialContext(a=run_a, b=run_b, task_a=tasks_a.get(run_a.task_id),
-                               task_b=tasks_b.get(run_b.task_id), changes=changes)
-        flips.append(FlippedTrial(
-            task_id=run_a.task_id, trial_a=run_a.trial, trial_b=run_b.trial, seed_a=run_a.seed,
-            seed_b=run_b.seed, paired_by=paired_by,
-            direction="regressed" if is_success(run_a) else "improved",
-            reward_a=_reward(run_a), reward_b=_reward(run_b), divergence=explain(context, cassettes),
-        ))
+        context = TrialContext(
+            a=run_a, b=run_b, task_a=tasks_a.get(run_a.task_id), task_b=tasks_b.get(run_b.task_id), changes=changes
+        )
+        flips.append(
+            FlippedTrial(
+                task_id=run_a.task_id,
+                trial_a=run_a.trial,
+                trial_b=run_b.trial,
+                seed_a=run_a.seed,
+                seed_b=run_b.seed,
+                paired_by=paired_by,
+                direction="regressed" if is_success(run_a) else "improved",
+                reward_a=_reward(run_a),
+                reward_b=_reward(run_b),
+                divergence=explain(context, cassettes),
+            )
+        )
     causes = Counter(flip.divergence.cause.value for flip in flips)
     return RunDiff(
-        a=_side(a), b=_side(b), setting_changes=changes, tasks=_task_passes(a, b), paired=len(pairs),
-        unpaired_a=unpaired_a, unpaired_b=unpaired_b, flips=flips,
+        a=_side(a),
+        b=_side(b),
+        setting_changes=changes,
+        tasks=_task_passes(a, b),
+        paired=len(pairs),
+        unpaired_a=unpaired_a,
+        unpaired_b=unpaired_b,
+        flips=flips,
         causes={cause.value: causes[cause.value] for cause in Cause if causes[cause.value]},
         comparison=paired_comparison(b, a),
     )
@@ -183,9 +205,11 @@ def _indent(text: str, prefix: str = "      ") -> list[str]:
 
 def _side_line(name: str, side: RunSide) -> str:
     prompt = (side.agent_prompt_sha256 or "-")[:12]
-    return (f"{name}: agent {side.agent} (prompt {prompt}), user {side.user}, judge {side.judge}; "
-            f"domain {side.domain} ({side.domain_sha256[:12]}); {side.trials} trials, "
-            f"pass^1 {_fmt(side.pass_hat_1)}")
+    return (
+        f"{name}: agent {side.agent} (prompt {prompt}), user {side.user}, judge {side.judge}; "
+        f"domain {side.domain} ({side.domain_sha256[:12]}); {side.trials} trials, "
+        f"pass^1 {_fmt(side.pass_hat_1)}"
+    )
 
 
 AnyResults = TypeVar("AnyResults", bound=Results)
@@ -193,8 +217,14 @@ AnyResults = TypeVar("AnyResults", bound=Results)
 
 def only_tasks(a: AnyResults, b: AnyResults, task_ids: list[str]) -> tuple[AnyResults, AnyResults]:
     """Both runs cut down to these tasks (`diff --task`); a task in neither run is an error."""
-    known = dict.fromkeys([*(t.id for t in a.tasks), *(t.id for t in b.tasks),
-                           *(s.task_id for s in a.simulations), *(s.task_id for s in b.simulations)])
+    known = dict.fromkeys(
+        [
+            *(t.id for t in a.tasks),
+            *(t.id for t in b.tasks),
+            *(s.task_id for s in a.simulations),
+            *(s.task_id for s in b.simulations),
+        ]
+    )
     missing = [task_id for task_id in task_ids if task_id not in known]
     if missing:
         shown = ", ".join(list(known)[:10]) + (", ..." if len(known) > 10 else "")
@@ -202,8 +232,10 @@ def only_tasks(a: AnyResults, b: AnyResults, task_ids: list[str]) -> tuple[AnyRe
     wanted = set(task_ids)
 
     def cut(results: AnyResults) -> AnyResults:
-        update: dict[str, Any] = {"tasks": [t for t in results.tasks if t.id in wanted],
-                                  "simulations": [s for s in results.simulations if s.task_id in wanted]}
+        update: dict[str, Any] = {
+            "tasks": [t for t in results.tasks if t.id in wanted],
+            "simulations": [s for s in results.simulations if s.task_id in wanted],
+        }
         if isinstance(results, SourcedResults) and results.task_ids is not None:
             update["task_ids"] = [task_id for task_id in results.task_ids if task_id in wanted]
         return results.model_copy(update=update)
@@ -225,21 +257,27 @@ def render_diff(diff: RunDiff, limit: int | None = None) -> str:
         lines.append("settings: identical")
     rows = diff.tasks if limit is None else [row for row in diff.tasks if row.changed]
     shown_rows = rows if limit is None else rows[:limit]
-    lines.append("per task (passed/trials, A -> B):" if limit is None else
-                 f"per task that changed (passed/trials, A -> B), {len(rows)} of {len(diff.tasks)}:")
+    lines.append(
+        "per task (passed/trials, A -> B):"
+        if limit is None
+        else f"per task that changed (passed/trials, A -> B), {len(rows)} of {len(diff.tasks)}:"
+    )
     width = max((len(row.task_id) for row in shown_rows), default=4)
     for row in shown_rows:
         mark = "  *" if row.changed else ""
-        lines.append(f"  {row.task_id:<{width}}  {row.a_successes}/{row.a_trials} -> "
-                     f"{row.b_successes}/{row.b_trials}{mark}")
+        lines.append(
+            f"  {row.task_id:<{width}}  {row.a_successes}/{row.a_trials} -> {row.b_successes}/{row.b_trials}{mark}"
+        )
     if len(shown_rows) < len(rows):
         left_out = len(rows) - len(shown_rows)
         lines.append(f"  ... {left_out} more changed tasks left out (--limit {limit}; all in --json)")
     if diff.unpaired_a or diff.unpaired_b:
         lines.append(f"unpaired trials: {len(diff.unpaired_a)} only in A, {len(diff.unpaired_b)} only in B")
     regressed = sum(flip.direction == "regressed" for flip in diff.flips)
-    lines.append(f"flipped trials: {len(diff.flips)} of {diff.paired} paired "
-                 f"({regressed} regressed, {len(diff.flips) - regressed} improved)")
+    lines.append(
+        f"flipped trials: {len(diff.flips)} of {diff.paired} paired "
+        f"({regressed} regressed, {len(diff.flips) - regressed} improved)"
+    )
     if diff.comparison is not None:
         lines.append(render_paired(diff.comparison, "B", "A"))
     if diff.causes:
@@ -248,8 +286,9 @@ def render_diff(diff: RunDiff, limit: int | None = None) -> str:
     for flip in shown_flips:
         lines += _flip_lines(flip)
     if len(shown_flips) < len(diff.flips):
-        lines.append(f"... {len(diff.flips) - len(shown_flips)} more flipped trials left out "
-                     f"(--limit {limit}; all in --json)")
+        lines.append(
+            f"... {len(diff.flips) - len(shown_flips)} more flipped trials left out (--limit {limit}; all in --json)"
+        )
     return "\n".join(lines)
 
 

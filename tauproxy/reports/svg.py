@@ -15,8 +15,9 @@ _LEFT, _RIGHT, _TOP, _BOTTOM = 48, 20, 16, 40
 SERIES_COLOURS = {"live": "#d9480f", "saved": "#1c7ed6", "source unknown": "#868e96"}
 
 
-def pass_hat_k_chart(points: dict[int, float], intervals: dict[int, tuple[float, float]],
-                     svg_id: str = "chart-pass-hat-k") -> str:
+def pass_hat_k_chart(
+    points: dict[int, float], intervals: dict[int, tuple[float, float]], svg_id: str = "chart-pass-hat-k"
+) -> str:
     """pass^k against k, with the bootstrap interval as a shaded band."""
     plot_w = _PASS_W - _LEFT - _RIGHT
     plot_h = _PASS_H - _TOP - _BOTTOM
@@ -40,17 +41,29 @@ def pass_hat_k_chart(points: dict[int, float], intervals: dict[int, tuple[float,
     if len([k for k in ks if k in intervals]) == 1:
         # One k: the interval is a vertical bar, since a band needs two points to have width.
         lo, hi = intervals[ks[0]]
-        parts.append(element("line", id=f"{svg_id}-band", x1=x(ks[0]), x2=x(ks[0]), y1=y(lo), y2=y(hi),
-                             stroke="#74c0fc", stroke_width=10))
+        parts.append(
+            element(
+                "line",
+                id=f"{svg_id}-band",
+                x1=x(ks[0]),
+                x2=x(ks[0]),
+                y1=y(lo),
+                y2=y(hi),
+                stroke="#74c0fc",
+                stroke_width=10,
+            )
+        )
     elif intervals:
         upper = [f"{x(k):.1f},{y(intervals[k][1]):.1f}" for k in ks if k in intervals]
         lower = [f"{x(k):.1f},{y(intervals[k][0]):.1f}" for k in reversed(ks) if k in intervals]
-        parts.append(element("polygon", id=f"{svg_id}-band", points=" ".join(upper + lower),
-                             fill="#74c0fc", fill_opacity="0.45"))
+        parts.append(
+            element("polygon", id=f"{svg_id}-band", points=" ".join(upper + lower), fill="#74c0fc", fill_opacity="0.45")
+        )
     if ks:
         line = " ".join(f"{x(k):.1f},{y(points[k]):.1f}" for k in ks)
-        parts.append(element("polyline", id=f"{svg_id}-line", points=line, fill="none", stroke="#1864ab",
-                             stroke_width=2))
+        parts.append(
+            element("polyline", id=f"{svg_id}-line", points=line, fill="none", stroke="#1864ab", stroke_width=2)
+        )
     for k in ks:
         lo, hi = intervals.get(k, (points[k], points[k]))
         tip = element("title", f"pass^{k} = {points[k]:.3f} (95% CI {lo:.3f}–{hi:.3f})")
@@ -86,14 +99,35 @@ def cost_chart(groups: list[CostGroup], svg_id: str = "chart-cost-by-role") -> s
             tip = element("title", f"{group.label} {name}: {money(value)}")
             if value is None:
                 rotate = f"rotate(-90 {centre} {base_y - 6})"
-                parts.append(element("text", "unknown", children=tip, class_="unknown", x=centre,
-                                     y=base_y - 6, text_anchor="start", transform=rotate))
+                parts.append(
+                    element(
+                        "text",
+                        "unknown",
+                        children=tip,
+                        class_="unknown",
+                        x=centre,
+                        y=base_y - 6,
+                        text_anchor="start",
+                        transform=rotate,
+                    )
+                )
                 continue
             bar_h = value / top * plot_h
-            parts.append(element("rect", children=tip, class_="bar", x=centre - bar_w / 2, y=base_y - bar_h,
-                                 width=bar_w, height=bar_h, fill=SERIES_COLOURS[name]))
-            parts.append(element("text", money(value), x=centre, y=base_y - bar_h - 4, text_anchor="middle",
-                                 font_size=9))
+            parts.append(
+                element(
+                    "rect",
+                    children=tip,
+                    class_="bar",
+                    x=centre - bar_w / 2,
+                    y=base_y - bar_h,
+                    width=bar_w,
+                    height=bar_h,
+                    fill=SERIES_COLOURS[name],
+                )
+            )
+            parts.append(
+                element("text", money(value), x=centre, y=base_y - bar_h - 4, text_anchor="middle", font_size=9)
+            )
         parts.append(element("text", group.label, x=left + group_w / 2, y=base_y + 16, text_anchor="middle"))
     for position, name in enumerate(series):
         legend_x = _LEFT + position * 130
@@ -105,6 +139,15 @@ def cost_chart(groups: list[CostGroup], svg_id: str = "chart-cost-by-role") -> s
 
 def _svg(svg_id: str, width: int, height: int, title: str, parts: list[str]) -> str:
     children = element("title", title) + "".join(parts)
-    return element("svg", children=children, id=svg_id, xmlns="http://www.w3.org/2000/svg", width=width,
-                   height=height, viewBox=f"0 0 {width} {height}", role="img", font_family="sans-serif",
-                   font_size=11)
+    return element(
+        "svg",
+        children=children,
+        id=svg_id,
+        xmlns="http://www.w3.org/2000/svg",
+        width=width,
+        height=height,
+        viewBox=f"0 0 {width} {height}",
+        role="img",
+        font_family="sans-serif",
+        font_size=11,
+    )

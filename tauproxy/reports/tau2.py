@@ -44,16 +44,21 @@ def to_tau2(results: Results) -> dict[str, Any]:
             "num_trials": info.num_trials,
             "max_steps": info.max_steps,
             "max_errors": info.max_errors,
-            "user_info": {"implementation": user_impl, "llm": info.user_info.llm,
-                          "llm_args": info.user_info.llm_args},
-            "agent_info": {"implementation": agent_impl, "llm": info.agent_info.llm,
-                           "llm_args": info.agent_info.llm_args},
+            "user_info": {"implementation": user_impl, "llm": info.user_info.llm, "llm_args": info.user_info.llm_args},
+            "agent_info": {
+                "implementation": agent_impl,
+                "llm": info.agent_info.llm,
+                "llm_args": info.agent_info.llm_args,
+            },
             "environment_info": environment,
             "seed": info.seed,
         },
         "tasks": tasks,
-        "simulations": [_tau2_simulation(sim, stamp) for sim in results.simulations
-                        if sim.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR],
+        "simulations": [
+            _tau2_simulation(sim, stamp)
+            for sim in results.simulations
+            if sim.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR
+        ],
     }
 
 
@@ -86,9 +91,22 @@ def _tau2_simulation(sim: SimulationRun, stamp: str) -> dict[str, Any]:
 def _tau2_message(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         # τ² names the answered call's id `id` on tool messages.
-        return {"id": message.tool_call_id or "", "role": "tool", "content": message.content,
-                "requestor": message.requestor or "assistant", "error": message.error,
-                "turn_idx": message.turn_idx, "timestamp": None}
+        return {
+            "id": message.tool_call_id or "",
+            "role": "tool",
+            "content": message.content,
+            "requestor": message.requestor or "assistant",
+            "error": message.error,
+            "turn_idx": message.turn_idx,
+            "timestamp": None,
+        }
     calls = [tc.model_dump(mode="json") for tc in message.tool_calls] if message.tool_calls else None
-    return {"role": message.role, "content": message.content, "tool_calls": calls,
-            "turn_idx": message.turn_idx, "timestamp": None, "cost": None, "usage": None}
+    return {
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": calls,
+        "turn_idx": message.turn_idx,
+        "timestamp": None,
+        "cost": None,
+        "usage": None,
+    }

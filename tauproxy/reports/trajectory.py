@@ -59,18 +59,29 @@ def reward_checks(info: RewardInfo | None) -> list[CheckRow]:
         return []
     rows: list[CheckRow] = []
     if info.db_check is not None:
-        rows.append(CheckRow(kind="DB", label="database matches the golden actions' end state",
-                             met=info.db_check.db_match))
+        rows.append(
+            CheckRow(kind="DB", label="database matches the golden actions' end state", met=info.db_check.db_match)
+        )
     for env in info.env_assertions or []:
         assertion = env.env_assertion
-        rows.append(CheckRow(kind="ENV_ASSERTION", label=call_label(assertion.func_name, assertion.arguments),
-                             met=env.met, detail=assertion.message or ""))
+        rows.append(
+            CheckRow(
+                kind="ENV_ASSERTION",
+                label=call_label(assertion.func_name, assertion.arguments),
+                met=env.met,
+                detail=assertion.message or "",
+            )
+        )
     for action in info.action_checks or []:
-        rows.append(CheckRow(kind="ACTION", label=call_label(action.action.name, action.action.arguments),
-                             met=action.action_match))
+        rows.append(
+            CheckRow(
+                kind="ACTION", label=call_label(action.action.name, action.action.arguments), met=action.action_match
+            )
+        )
     for communicate in info.communicate_checks or []:
-        rows.append(CheckRow(kind="COMMUNICATE", label=communicate.info, met=communicate.met,
-                             detail=communicate.justification))
+        rows.append(
+            CheckRow(kind="COMMUNICATE", label=communicate.info, met=communicate.met, detail=communicate.justification)
+        )
     for nl in info.nl_assertions or []:
         rows.append(CheckRow(kind="NL_ASSERTION", label=nl.nl_assertion, met=nl.met, detail=nl.justification))
     return rows

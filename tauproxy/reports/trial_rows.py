@@ -97,8 +97,7 @@ def _row(run: SimulationRun, calls_known: bool, observed: list[ObservedCall] | N
     )
 
 
-def _role_use(run: SimulationRun, role: CallRole, calls_known: bool,
-              observed: list[ObservedCall] | None) -> RoleUse:
+def _role_use(run: SimulationRun, role: CallRole, calls_known: bool, observed: list[ObservedCall] | None) -> RoleUse:
     reported = {"agent": run.agent_cost, "user": run.user_cost, "judge": run.judge_cost}[role]
     cost = _rounded(role_cost(run.calls, role) if run.calls else reported)
     if calls_known:
@@ -107,8 +106,11 @@ def _role_use(run: SimulationRun, role: CallRole, calls_known: bool,
         mine = [call.usage for call in observed if call.role == role]
     else:
         return RoleUse(cost_usd=cost, prompt_tokens=None, completion_tokens=None)
-    return RoleUse(cost_usd=cost, prompt_tokens=sum(u.prompt_tokens for u in mine),
-                   completion_tokens=sum(u.completion_tokens for u in mine))
+    return RoleUse(
+        cost_usd=cost,
+        prompt_tokens=sum(u.prompt_tokens for u in mine),
+        completion_tokens=sum(u.completion_tokens for u in mine),
+    )
 
 
 def _live_cost(calls: list[CallRecord]) -> float | None:
@@ -132,21 +134,43 @@ def columns(rows: Sequence[TrialRow]) -> list[str]:
     present = {basis for row in rows for basis in row.components}
     bases = [b for b in BASIS_ORDER if b in present] + sorted(present - set(BASIS_ORDER))
     by_role = [f"{role}_{part}" for role in ROLES for part in ("cost_usd", "prompt_tokens", "completion_tokens")]
-    return ["task", "trial", "seed", "reward", *map(component_column, bases), "termination",
-            "live_calls", "replayed_calls", "cost_usd", "live_cost_usd", *by_role]
+    return [
+        "task",
+        "trial",
+        "seed",
+        "reward",
+        *map(component_column, bases),
+        "termination",
+        "live_calls",
+        "replayed_calls",
+        "cost_usd",
+        "live_cost_usd",
+        *by_role,
+    ]
 
 
 def flat(row: TrialRow) -> dict[str, Cell]:
     """The row as one level of named cells (None: unknown, or a component the task does not use)."""
     cells: dict[str, Cell] = {"task": row.task, "trial": row.trial, "seed": row.seed, "reward": row.reward}
     cells.update({component_column(basis): value for basis, value in row.components.items()})
-    cells.update({"termination": row.termination.value, "live_calls": row.live_calls,
-                  "replayed_calls": row.replayed_calls, "cost_usd": row.cost_usd,
-                  "live_cost_usd": row.live_cost_usd})
+    cells.update(
+        {
+            "termination": row.termination.value,
+            "live_calls": row.live_calls,
+            "replayed_calls": row.replayed_calls,
+            "cost_usd": row.cost_usd,
+            "live_cost_usd": row.live_cost_usd,
+        }
+    )
     for role in ROLES:
         use = row.role(role)
-        cells.update({f"{role}_cost_usd": use.cost_usd, f"{role}_prompt_tokens": use.prompt_tokens,
-                      f"{role}_completion_tokens": use.completion_tokens})
+        cells.update(
+            {
+                f"{role}_cost_usd": use.cost_usd,
+                f"{role}_prompt_tokens": use.prompt_tokens,
+                f"{role}_completion_tokens": use.completion_tokens,
+            }
+        )
     return cells
 
 
@@ -174,7 +198,9 @@ def to_dataframe(rows: Sequence[TrialRow]) -> Any:
     try:
         pandas = importlib.import_module("pandas")
     except ImportError:
-        raise ConfigError("to_dataframe needs pandas, which tauproxy does not install: pip install pandas "
-                          "(or write_csv, which needs nothing)") from None
+        raise ConfigError(
+            "to_dataframe needs pandas, which tauproxy does not install: pip install pandas "
+            "(or write_csv, which needs nothing)"
+        ) from None
     data: list[dict[str, Any]] = [flat(row) for row in rows]
     return pandas.DataFrame(data, columns=columns(rows))

@@ -28,8 +28,12 @@ def validate_dropping_extras(model: type[M], data: Any) -> tuple[M | None, dict[
             return model.model_validate(data), dropped
         except ValidationError as exc:
             extras = [error["loc"] for error in exc.errors() if error["type"] == "extra_forbidden"]
-            removed = {".".join(str(part) for part in loc): value
-                       for loc in extras for found, value in [_delete(data, loc)] if found}
+            removed = {
+                ".".join(str(part) for part in loc): value
+                for loc in extras
+                for found, value in [_delete(data, loc)]
+                if found
+            }
             if not removed:
                 return None, dropped
             dropped.update(removed)

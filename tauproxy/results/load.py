@@ -68,15 +68,23 @@ def _read(path: Path) -> SourcedResults:
 def _cut_short_run(path: Path) -> SourcedResults:
     """A run directory without results.json: a run that was killed or stopped, read from what it saved."""
     results = load_results(path)
-    note = (f"{path}: the run did not finish (no {RESULTS_FILE}); "
-            f"reporting the {len(results.simulations)} trial(s) it saved")
+    note = (
+        f"{path}: the run did not finish (no {RESULTS_FILE}); "
+        f"reporting the {len(results.simulations)} trial(s) it saved"
+    )
     return _sourced(results, path, notes=[note])
 
 
 def _sourced(results: Results, path: Path, notes: list[str] | None = None) -> SourcedResults:
-    return SourcedResults(timestamp=results.timestamp, info=results.info, tasks=results.tasks,
-                          simulations=results.simulations, origin="tauproxy", sources=[str(path)],
-                          notes=notes or [])
+    return SourcedResults(
+        timestamp=results.timestamp,
+        info=results.info,
+        tasks=results.tasks,
+        simulations=results.simulations,
+        origin="tauproxy",
+        sources=[str(path)],
+        notes=notes or [],
+    )
 
 
 def _joined(results: SourcedResults, log: Path) -> SourcedResults:
@@ -85,9 +93,13 @@ def _joined(results: SourcedResults, log: Path) -> SourcedResults:
     if unmatched:
         # Calls that joined no message (a judge's, or another run's) have a cost the tables cannot place.
         answered = unmatched + joined.matched
-        results = results.model_copy(update={"notes": [
-            *results.notes,
-            f"run log {log}: {unmatched} of its {answered} answered calls match no message of this run "
-            "(judge calls, or another run's); they are left out of the call counts and costs",
-        ]})
+        results = results.model_copy(
+            update={
+                "notes": [
+                    *results.notes,
+                    f"run log {log}: {unmatched} of its {answered} answered calls match no message of this run "
+                    "(judge calls, or another run's); they are left out of the call counts and costs",
+                ]
+            }
+        )
     return with_joined_calls(results, joined)

@@ -244,7 +244,7 @@ def _ends_cut(fd: int) -> bool:
 def _write_all(fd: int, payload: bytes) -> None:
     view = memoryview(payload)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def results_json_parts(results: Results) -> Iterator[str]:

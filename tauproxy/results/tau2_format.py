@@ -79,9 +79,7 @@ def read_tau2_results(path: Path) -> SourcedResults:
 
 def tau2_to_results(data: dict[str, Any], source: str) -> SourcedResults:
     if not is_tau2_document(data):
-        raise ConfigError(
-            f"{source}: not a τ²-bench simulations file (needs info.environment_info and simulations)"
-        )
+        raise ConfigError(f"{source}: not a τ²-bench simulations file (needs info.environment_info and simulations)")
     notes: list[str] = []
     info = data["info"]
     raw_tasks = [t for t in data.get("tasks") or [] if isinstance(t, dict)]
@@ -148,9 +146,7 @@ class _Prices:
     when litellm has no price), and a role without a model costs nothing."""
 
     def __init__(self, info: dict[str, Any]) -> None:
-        self.models: dict[CallRole, str | None] = {
-            role: _llm(info.get(f"{role}_info")) for role in ("agent", "user")
-        }
+        self.models: dict[CallRole, str | None] = {role: _llm(info.get(f"{role}_info")) for role in ("agent", "user")}
         self.unpriced: set[CallRole] = set()
 
     def cost(self, role: CallRole, value: Any) -> float | None:
@@ -169,7 +165,8 @@ class _Prices:
         return [
             f"{TAU2} wrote a cost of 0.0 for the {role} model {self.models[role]}, as it does for a model "
             "it has no price for: read as unknown"
-            for role in ("agent", "user") if role in self.unpriced
+            for role in ("agent", "user")
+            if role in self.unpriced
         ]
 
 
@@ -239,8 +236,10 @@ def _simulations(
         if calls:
             observed[run_id] = calls
     if skipped:
-        notes.append(f"{skipped} simulations {TAU2} marked skipped (they failed to run) count as failures, "
-                     f"as in {TAU2}'s own pass^k")
+        notes.append(
+            f"{skipped} simulations {TAU2} marked skipped (they failed to run) count as failures, "
+            f"as in {TAU2}'s own pass^k"
+        )
     return runs, observed
 
 
@@ -275,8 +274,9 @@ def _reward_info(raw: Any, notes: list[str]) -> RewardInfo | None:
     if "reward" not in raw:
         return None
     notes.append("a reward_info did not validate; kept its reward and breakdown only")
-    breakdown, _ = validate_dropping_extras(RewardInfo, {"reward": raw["reward"],
-                                                        "reward_breakdown": raw.get("reward_breakdown")})
+    breakdown, _ = validate_dropping_extras(
+        RewardInfo, {"reward": raw["reward"], "reward_breakdown": raw.get("reward_breakdown")}
+    )
     return breakdown or RewardInfo(reward=float(raw["reward"]))
 
 
@@ -290,8 +290,16 @@ def _messages(raw: Any) -> list[Message]:
     content = content if content is None or isinstance(content, str) else json.dumps(content)
     if role == "tool":
         answered = raw.get("id") or raw.get("tool_call_id")
-        return [Message(role="tool", content=content, tool_call_id=answered, turn_idx=raw.get("turn_idx"),
-                        requestor=raw.get("requestor") or "assistant", error=bool(raw.get("error")))]
+        return [
+            Message(
+                role="tool",
+                content=content,
+                tool_call_id=answered,
+                turn_idx=raw.get("turn_idx"),
+                requestor=raw.get("requestor") or "assistant",
+                error=bool(raw.get("error")),
+            )
+        ]
     if role not in ("assistant", "user", "system"):
         return []
     side = "user" if role == "user" else "assistant"

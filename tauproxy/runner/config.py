@@ -141,11 +141,18 @@ class RunConfig(BaseModel):
         """The `tau2 run` flags of a τ²-bench domain's run. Its judge is τ²'s repetition judge, off unless
         --judge-llm names a model: the default judge is our scripted one, which cannot answer τ²."""
         judge = None if self.judge.model == DEFAULT_JUDGE_LLM else self.judge
-        return Tau2Settings(domain=self.domain, agent=self.agent, user=self.user, judge=judge,
-                            judge_window_size=self.judge_window_size,
-                            judge_system_prompt=self.judge_system_prompt, max_steps=self.max_steps,
-                            max_errors=self.max_errors, solo=self.solo,
-                            orchestrator=self.tau2_orchestrator)
+        return Tau2Settings(
+            domain=self.domain,
+            agent=self.agent,
+            user=self.user,
+            judge=judge,
+            judge_window_size=self.judge_window_size,
+            judge_system_prompt=self.judge_system_prompt,
+            max_steps=self.max_steps,
+            max_errors=self.max_errors,
+            solo=self.solo,
+            orchestrator=self.tau2_orchestrator,
+        )
 
     @field_validator("save_to", "cassette")
     @classmethod

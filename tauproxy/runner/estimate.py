@@ -40,16 +40,20 @@ from tauproxy.runner.trial import TrialSpec, run_trial
 ROLES: tuple[CallRole, ...] = ("agent", "user", "judge")
 DRAWS = 4000
 # Relative tokens per character by tokeniser family; history is rescaled when the family changes.
-TOKENISER_FAMILIES = {"openai": 1.0, "anthropic": 1.12, "gemini": 0.95, "mistral": 1.08, "local": 1.05,
-                      "scripted": 1.0}
+TOKENISER_FAMILIES = {"openai": 1.0, "anthropic": 1.12, "gemini": 0.95, "mistral": 1.08, "local": 1.05, "scripted": 1.0}
 PRIOR_CALLS_PER_TRIAL = {"agent": 8.0, "user": 4.0}
 PRIOR_COMPLETION_TOKENS = {"agent": 80, "user": 30, "judge": 60}
 
 
 def tokeniser_family(model: str) -> str:
     lowered = model.lower()
-    for family, needles in (("anthropic", ("claude", "anthropic")), ("gemini", ("gemini",)),
-                            ("mistral", ("mistral",)), ("local", ("local/",)), ("scripted", ("scripted/",))):
+    for family, needles in (
+        ("anthropic", ("claude", "anthropic")),
+        ("gemini", ("gemini",)),
+        ("mistral", ("mistral",)),
+        ("local", ("local/",)),
+        ("scripted", ("scripted/",)),
+    ):
         if any(n in lowered for n in needles):
             return family
     return "openai"
@@ -217,16 +221,19 @@ class _TwoLevel:
     tail. Without usable sizes (fewer than 2 tasks, a size of 0) the stand-in's trials are kept as they are.
     """
 
-    def __init__(self, past: list[_PastTrial], draws: int, rng: np.random.Generator,
-                 sizes: np.ndarray | None = None) -> None:
+    def __init__(
+        self, past: list[_PastTrial], draws: int, rng: np.random.Generator, sizes: np.ndarray | None = None
+    ) -> None:
         members: dict[str, list[int]] = defaultdict(list)
         for index, trial in enumerate(past):
             members[trial.task_id].append(index)
         self.tasks = list(members)
         self.draws, self.rng = draws, rng
         self.level1 = rng.integers(0, len(self.tasks), size=(draws, len(self.tasks)))
-        self.level2 = [np.asarray(members[task])[rng.integers(0, len(members[task]), size=(draws, len(members[task])))]
-                       for task in self.tasks]
+        self.level2 = [
+            np.asarray(members[task])[rng.integers(0, len(members[task]), size=(draws, len(members[task])))]
+            for task in self.tasks
+        ]
         self.position = {task: i for i, task in enumerate(self.tasks)}
         self._stand_ins: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.task_sizes: np.ndarray | None = None
@@ -285,9 +292,12 @@ def _from_history(
         calls, tokens, cost = totals[role][:, 0], totals[role][:, 1], totals[role][:, 2]
         overall += cost
         est.roles[role] = RoleEstimate(
-            calls_p50=float(np.percentile(calls, 50)), calls_p90=float(np.percentile(calls, 90)),
-            tokens_p50=float(np.percentile(tokens, 50)), tokens_p90=float(np.percentile(tokens, 90)),
-            cost_p50=float(np.percentile(cost, 50)), cost_p90=float(np.percentile(cost, 90)),
+            calls_p50=float(np.percentile(calls, 50)),
+            calls_p90=float(np.percentile(calls, 90)),
+            tokens_p50=float(np.percentile(tokens, 50)),
+            tokens_p90=float(np.percentile(tokens, 90)),
+            cost_p50=float(np.percentile(cost, 50)),
+            cost_p90=float(np.percentile(cost, 90)),
         )
     est.live_cost_p50, est.live_cost_p90 = float(np.percentile(overall, 50)), float(np.percentile(overall, 90))
     _replayed(prefixes, coster, est)
@@ -299,8 +309,9 @@ def _from_history(
     return est
 
 
-def p90_coverage(past: list[_PastTrial], values: np.ndarray, seed: int,
-                 checks: int = COVERAGE_CHECKS, draws: int = COVERAGE_DRAWS) -> tuple[float | None, int]:
+def p90_coverage(
+    past: list[_PastTrial], values: np.ndarray, seed: int, checks: int = COVERAGE_CHECKS, draws: int = COVERAGE_DRAWS
+) -> tuple[float | None, int]:
     """Share of random task halvings whose held-out total is at most the p90 the other half predicts."""
     tasks = list(dict.fromkeys(trial.task_id for trial in past))
     if len(tasks) < 4:
@@ -338,8 +349,11 @@ def _from_prior(run: PreparedRun, prefixes: dict[str, list[tuple[CallRole, Usage
     pack = run.pack
     tools_chars = sum(len(t.model_dump_json()) for t in pack.agent_tool_schemas)
     agent_fixed = (len(run.config.agent_prompt.render(pack.policy)) + tools_chars) / 4
-    est = Estimate(trials=len(run.specs), confidence="low (no history: size-based prior)",
-                   basis="policy, tool and instruction sizes with a turns-per-task prior")
+    est = Estimate(
+        trials=len(run.specs),
+        confidence="low (no history: size-based prior)",
+        basis="policy, tool and instruction sizes with a turns-per-task prior",
+    )
     grand50 = grand90 = 0.0
     for role in ROLES:
         calls = prompt_tokens = 0.0
@@ -354,8 +368,9 @@ def _from_prior(run: PreparedRun, prefixes: dict[str, list[tuple[CallRole, Usage
         completion_tokens = calls * PRIOR_COMPLETION_TOKENS[role]
         cost = _prior_cost(coster, role, prompt_tokens, completion_tokens)
         tokens = prompt_tokens + completion_tokens
-        est.roles[role] = RoleEstimate(calls, calls * 1.5, tokens, tokens * 1.5,
-                                       cost, None if cost is None else cost * 1.5)
+        est.roles[role] = RoleEstimate(
+            calls, calls * 1.5, tokens, tokens * 1.5, cost, None if cost is None else cost * 1.5
+        )
         if cost is not None:
             grand50 += cost
             grand90 += cost * 1.5

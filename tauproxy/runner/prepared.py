@@ -48,8 +48,7 @@ class PreparedRun:
         trial's spec and seed exist. `finished`: trials known done beyond the run directory's (a run
         without --save-to keeps them in memory between rounds)."""
         specs = [spec for spec in self.specs if spec.trial < plan.get(spec.task.id, 0)]
-        missing = {task: n for task, n in plan.items()
-                   if n > sum(1 for spec in specs if spec.task.id == task)}
+        missing = {task: n for task, n in plan.items() if n > sum(1 for spec in specs if spec.task.id == task)}
         if missing:
             raise ValueError(f"the config plans fewer trials than asked for: {missing}")
         done = {**(finished or {}), **self.finished}

@@ -64,13 +64,16 @@ def run_info(pack: DomainPack, config: RunConfig, seeds: list[int], pricing: Pri
         info = _run_info(pack, config, seeds, pricing)
         agent_info = info.agent_info.model_copy(update={"system_prompt_sha256": agent_prompt_sha256(config.domain)})
         judge = config.tau2_settings().judge
-        return info.model_copy(update={
-            "engine": engine(config.tau2_orchestrator),
-            "agent_info": agent_info,
-            "judge_info": judge.info(_sha256(config.judge_system_prompt)) if judge is not None
-            else ModelInfo(llm=NO_JUDGE),
-            "judge_window_size": config.judge_window_size if judge is not None else None,
-        })
+        return info.model_copy(
+            update={
+                "engine": engine(config.tau2_orchestrator),
+                "agent_info": agent_info,
+                "judge_info": judge.info(_sha256(config.judge_system_prompt))
+                if judge is not None
+                else ModelInfo(llm=NO_JUDGE),
+                "judge_window_size": config.judge_window_size if judge is not None else None,
+            }
+        )
     return _run_info(pack, config, seeds, pricing)
 
 
@@ -164,11 +167,15 @@ def _load_domain(config: RunConfig) -> DomainPack:
     if not is_tau2_domain(config.domain):
         if config.judge_window_size != DEFAULT_JUDGE_WINDOW_SIZE or config.judge_system_prompt is not None:
             flag = "--judge-window-size" if config.judge_system_prompt is None else "--judge-system-prompt"
-            raise ConfigError(f"{flag} sets τ²-bench's repetition judge, for tau2/ domains; {config.domain!r} "
-                              "is graded by tauproxy's NL-assertion judge")
+            raise ConfigError(
+                f"{flag} sets τ²-bench's repetition judge, for tau2/ domains; {config.domain!r} "
+                "is graded by tauproxy's NL-assertion judge"
+            )
         if config.tau2_orchestrator != OUR_ORCHESTRATOR:
-            raise ConfigError(f"--tau2-orchestrator picks what runs a tau2/ domain's trials; {config.domain!r} "
-                              "runs on tauproxy's engine")
+            raise ConfigError(
+                f"--tau2-orchestrator picks what runs a tau2/ domain's trials; {config.domain!r} "
+                "runs on tauproxy's engine"
+            )
         return load_pack(config.domain, config.tasks_file)
     from tauproxy.tau2bench.peer import load_tau2, parse_domain
     from tauproxy.tau2bench.plan import check_tau2_run, load_for_run
@@ -176,10 +183,16 @@ def _load_domain(config: RunConfig) -> DomainPack:
     parse_domain(config.domain)  # a misspelt domain is named first, before what its models cannot do
     load_tau2()  # then a missing or unsupported τ²-bench (cheap: it imports nothing of τ²'s)
     judge = config.tau2_settings().judge
-    check_tau2_run(agent_model=config.agent.model, user_model=config.user.model, solo=config.solo,
-                   custom_prompt=config.agent_prompt.custom is not None, agent_impl=config.agent_impl,
-                   tasks_file=config.tasks_file, executor=config.executor,
-                   judge_model=judge.model if judge is not None else None)
+    check_tau2_run(
+        agent_model=config.agent.model,
+        user_model=config.user.model,
+        solo=config.solo,
+        custom_prompt=config.agent_prompt.custom is not None,
+        agent_impl=config.agent_impl,
+        tasks_file=config.tasks_file,
+        executor=config.executor,
+        judge_model=judge.model if judge is not None else None,
+    )
     return load_for_run(config.domain, config.solo)
 
 

@@ -90,4 +90,3 @@ def run_trial(
         judge_cost=role_cost(client.records, "judge"),
         duration=round(time.perf_counter() - started, 6),
     )
-

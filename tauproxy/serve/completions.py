@@ -97,9 +97,7 @@ class CompletionService:
             upstream_model=route.litellm_model(str(wire["model"])),
         )
 
-    async def complete(
-        self, body: dict[str, Any], scope: TrialScope | None, role: CallRole | None
-    ) -> dict[str, Any]:
+    async def complete(self, body: dict[str, Any], scope: TrialScope | None, role: CallRole | None) -> dict[str, Any]:
         """The chat.completion body for `body`, or an HttpError to send instead."""
         started = time.perf_counter()
         call = self.identify(body, scope, role or recognise_role(body.get("messages") or []))
@@ -184,7 +182,8 @@ class CompletionService:
                 cost_usd=cost.usd if cost is not None else None,
                 price_source=cost.source if cost is not None else None,
                 latency_s=round(time.perf_counter() - started, 6),
-                recorded_latency_s=completion.latency_s if completion is not None and completion.source == "replay"
+                recorded_latency_s=completion.latency_s
+                if completion is not None and completion.source == "replay"
                 else None,
                 request_fp=request_fingerprints(messages),
                 response_fp=wire_fingerprint(reply) if reply is not None else None,

@@ -55,8 +55,10 @@ def tau2_markers() -> dict[CallRole, tuple[str, ...]]:
     guidelines = sorted((root / "data" / "tau2" / "user_simulator").glob("simulation_guidelines*.md"))
     markers: dict[CallRole, tuple[str, ...]] = {
         "user": tuple(_head(path.read_text(encoding="utf-8")) for path in guidelines),
-        "judge": tuple(_head(text) for text in _assigned_strings(root / "evaluator" / "evaluator_nl_assertions.py",
-                                                                  "system_prompt")),
+        "judge": tuple(
+            _head(text)
+            for text in _assigned_strings(root / "evaluator" / "evaluator_nl_assertions.py", "system_prompt")
+        ),
         "agent": tuple(_head(text) for text in _assigned_strings(root / "agent" / "llm_agent.py", "AGENT_INSTRUCTION")),
     }
     return {role: tuple(m for m in found if m) for role, found in markers.items() if any(found)}

@@ -122,8 +122,7 @@ def _acquire(lock: FileLock, directory: Path, read_only_ok: bool) -> bool:
         lock.acquire()
     except Timeout:
         raise CassetteError(
-            f"cassette {directory} is locked by another process for over {LOCK_TIMEOUT_S:.0f} s "
-            f"({lock.lock_file})"
+            f"cassette {directory} is locked by another process for over {LOCK_TIMEOUT_S:.0f} s ({lock.lock_file})"
         ) from None
     except OSError as exc:
         if read_only_ok:
@@ -329,9 +328,13 @@ class Cassette:
         problems = idx.problems()
         covered = idx.covered()
         if size > covered:  # a last line with no newline: cut off, or being written by another process
-            problems.append(CassetteProblem(
-                self.file, _line_count_before(idx, covered) + 1,
-                "truncated last line (a write was cut off): no newline at the end of the file"))
+            problems.append(
+                CassetteProblem(
+                    self.file,
+                    _line_count_before(idx, covered) + 1,
+                    "truncated last line (a write was cut off): no newline at the end of the file",
+                )
+            )
         self.problems = problems
         self._samples = idx.samples()
 
@@ -518,12 +521,20 @@ class Cassette:
         choice, reply = _reply_of(recording.response_body)
         body = recording.response_body
         response = StoredResponse(
-            message="", finish_reason=choice.get("finish_reason"), response_id=body.get("id"),
-            response_model=body.get("model"), created=body.get("created"),
+            message="",
+            finish_reason=choice.get("finish_reason"),
+            response_id=body.get("id"),
+            response_model=body.get("model"),
+            created=body.get("created"),
         )
         raw = _raw_reply(choice, reply)
-        return _answer_body(raw if raw is not None else reply, response, recording.usage,
-                            recording.identity.sample_key, recording.wire.get("model"))
+        return _answer_body(
+            raw if raw is not None else reply,
+            response,
+            recording.usage,
+            recording.identity.sample_key,
+            recording.wire.get("model"),
+        )
 
     def message(self, digest: str) -> dict[str, Any]:
         """A fresh copy of a stored message."""
@@ -661,14 +672,18 @@ class _Refs:
         while start and self._idx.depth(nodes[start - 1][0]) is None:
             start -= 1  # write the nodes after the last one whose chain resolves (again, if stored broken)
         self.nodes = nodes[start:]
-        request = parts.request.model_copy(update={
-            "chain": nodes[-1][0] if nodes else None,
-            "tools": blob_refs.get(parts.request.tools) if parts.request.tools is not None else None,
-        })
-        response = parts.response.model_copy(update={
-            "message": reply_ref,
-            "raw": blob_refs.get(parts.response.raw) if parts.response.raw is not None else None,
-        })
+        request = parts.request.model_copy(
+            update={
+                "chain": nodes[-1][0] if nodes else None,
+                "tools": blob_refs.get(parts.request.tools) if parts.request.tools is not None else None,
+            }
+        )
+        response = parts.response.model_copy(
+            update={
+                "message": reply_ref,
+                "raw": blob_refs.get(parts.response.raw) if parts.response.raw is not None else None,
+            }
+        )
         return entry.model_copy(update={"request": request, "response": response})
 
     def lines(self, parts: _Parts) -> list[str]:

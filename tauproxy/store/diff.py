@@ -74,9 +74,7 @@ def _first_change(old: list[str], new: list[str]) -> int:
     """Where the first changed line pair starts to differ, so clipping keeps the difference in view."""
     for a, b in zip(old, new, strict=False):
         if a != b:
-            return next(
-                (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-            )
+            return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     return 0
 
 
@@ -101,9 +99,7 @@ def _messages_diff(wanted: list[dict[str, Any]], recorded: list[dict[str, Any]])
     if len(wanted) == len(recorded):
         return []
     shorter = min(len(wanted), len(recorded))
-    return [
-        f"recorded request has {len(recorded)} messages, this one has {len(wanted)}; first {shorter} equal"
-    ]
+    return [f"recorded request has {len(recorded)} messages, this one has {len(wanted)}; first {shorter} equal"]
 
 
 def describe_request_difference(wanted: dict[str, Any], recorded: dict[str, Any]) -> str:
@@ -170,13 +166,16 @@ def nearest_entry(
     model = wire_request.get("model")
     for candidates in ([e for e in entries if e.role == role], entries):
         if candidates:
-            return max(candidates, key=lambda e: (
-                _common_prefix(cassette, e, hashes, depths),
-                int(e.request.model == model),
-                int((e.task_id, e.trial) == (task_id, trial)),
-                int(e.call_index == call_index),
-                -abs(cassette.message_count(e) - len(hashes)),
-            ))
+            return max(
+                candidates,
+                key=lambda e: (
+                    _common_prefix(cassette, e, hashes, depths),
+                    int(e.request.model == model),
+                    int((e.task_id, e.trial) == (task_id, trial)),
+                    int(e.call_index == call_index),
+                    -abs(cassette.message_count(e) - len(hashes)),
+                ),
+            )
     return None
 
 

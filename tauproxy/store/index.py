@@ -364,8 +364,10 @@ class CassetteIndex:
             if db.total_changes - before != len(rows):
                 self._record_clashes(rows)
         if self._call_rows:
-            db.executemany("INSERT INTO calls (line, off, len, sk, key, kf, lh, ok) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           self._call_rows)
+            db.executemany(
+                "INSERT INTO calls (line, off, len, sk, key, kf, lh, ok) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                self._call_rows,
+            )
         rows.clear()
         self._call_rows.clear()
         self._unflushed.clear()
@@ -391,8 +393,10 @@ class CassetteIndex:
         (see format.py); this is the slow, simple path for them."""
         for table in ("content", "clash"):
             self.db.execute(f"UPDATE {table} SET depth = NULL WHERE kind = 2")
-        self.db.execute("UPDATE calls SET ok = 0, sk = CASE WHEN lh IS NULL THEN sk END, "
-                        "key = CASE WHEN lh IS NULL THEN key END, kf = NULL")
+        self.db.execute(
+            "UPDATE calls SET ok = 0, sk = CASE WHEN lh IS NULL THEN sk END, "
+            "key = CASE WHEN lh IS NULL THEN key END, kf = NULL"
+        )
         self._forget()
 
     def _forget(self) -> None:
@@ -456,8 +460,10 @@ class CassetteIndex:
         self._call_rows.append(row)
 
     def _count_sample(self, sk: bytes) -> None:
-        known = sk in self._unflushed_sks or self.db.execute(
-            "SELECT 1 FROM calls WHERE sk = ? AND ok = 1 LIMIT 1", (sk,)).fetchone() is not None
+        known = (
+            sk in self._unflushed_sks
+            or self.db.execute("SELECT 1 FROM calls WHERE sk = ? AND ok = 1 LIMIT 1", (sk,)).fetchone() is not None
+        )
         self._new_samples += not known
 
     def _remember(self, key: tuple[int, str], found: Located) -> None:
@@ -543,8 +549,10 @@ class CassetteIndex:
                 depth = self._depth_of(parent, message)
                 if depth is not None:
                     for table in ("content", "clash"):
-                        db.execute(f"UPDATE {table} SET depth = ? WHERE kind = 2 AND r = ? AND full = ?",
-                                   (depth, _r(full.hex()), full))
+                        db.execute(
+                            f"UPDATE {table} SET depth = ? WHERE kind = 2 AND r = ? AND full = ?",
+                            (depth, _r(full.hex()), full),
+                        )
                     moved += 1
             if not moved:
                 break
@@ -559,8 +567,10 @@ class CassetteIndex:
                 if key is None:
                     continue
                 entry = CallLine(entry).keyed(key)
-                db.execute("UPDATE calls SET ok = 1, sk = ?, key = ?, kf = ? WHERE seq = ?",
-                           (_sk(entry.sample_key), _r(key), bytes.fromhex(key), seq))
+                db.execute(
+                    "UPDATE calls SET ok = 1, sk = ?, key = ?, kf = ? WHERE seq = ?",
+                    (_sk(entry.sample_key), _r(key), bytes.fromhex(key), seq),
+                )
             else:
                 db.execute("UPDATE calls SET ok = 1 WHERE seq = ?", (seq,))
             if not self._bulk:
@@ -740,8 +750,9 @@ class CassetteIndex:
     def recorded_more_than_once(self) -> Iterator[tuple[str, list[tuple[int, CassetteEntry]]]]:
         keys = self.db.execute("SELECT sk FROM calls WHERE ok = 1 GROUP BY sk HAVING COUNT(*) > 1 ORDER BY MIN(seq)")
         for (sk,) in keys.fetchall():
-            rows = self.db.execute("SELECT line, off, len, kf, lh FROM calls WHERE sk = ? AND ok = 1 ORDER BY seq",
-                                   (sk,))
+            rows = self.db.execute(
+                "SELECT line, off, len, kf, lh FROM calls WHERE sk = ? AND ok = 1 ORDER BY seq", (sk,)
+            )
             found = [(line, self._entry_at(off, length, sk.hex(), kf, lh)) for line, off, length, kf, lh in rows]
             yield sk.hex(), found
 
@@ -851,7 +862,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _newest(directory: Path, prefix: str) -> Path | None:
     found: list[tuple[int, Path]] = []
     for path in directory.glob(f"{prefix}*.sqlite"):
-        generation = path.stem[len(prefix):]
+        generation = path.stem[len(prefix) :]
         if generation.isdigit():
             found.append((int(generation), path))
     return max(found)[1] if found else None

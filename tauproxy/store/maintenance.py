@@ -241,15 +241,22 @@ class _Rewriter:
                 if blob is not None:
                     blobs[blob], line = self._content("blob", cassette.blob_text(blob))
                     out += [line] if line else []
-            request = entry.request.model_copy(update={
-                "messages": None, "chain": parent,
-                "tools": blobs.get(entry.request.tools) if entry.request.tools else None,
-            })
-            response = entry.response.model_copy(update={
-                "message": reply, "raw": blobs.get(entry.response.raw) if entry.response.raw else None,
-            })
-            out.append(encode_call(entry.model_copy(update={"v": ENTRY_VERSION, "request": request,
-                                                             "response": response})))
+            request = entry.request.model_copy(
+                update={
+                    "messages": None,
+                    "chain": parent,
+                    "tools": blobs.get(entry.request.tools) if entry.request.tools else None,
+                }
+            )
+            response = entry.response.model_copy(
+                update={
+                    "message": reply,
+                    "raw": blobs.get(entry.response.raw) if entry.response.raw else None,
+                }
+            )
+            out.append(
+                encode_call(entry.model_copy(update={"v": ENTRY_VERSION, "request": request, "response": response}))
+            )
             self.count += len(out)
             yield "".join(out)
 

@@ -49,7 +49,10 @@ TAU2_MAX_RETRIES = 3
 # default is no args at all.
 TAU2_DEFAULT_LLM_ARGS: dict[str, Any] = {"temperature": 0.0}
 TAU2_DEFAULT_LLM_ARGS_BY_ROLE: dict[CallRole, dict[str, Any]] = {
-    "agent": TAU2_DEFAULT_LLM_ARGS, "user": TAU2_DEFAULT_LLM_ARGS, "judge": {}}
+    "agent": TAU2_DEFAULT_LLM_ARGS,
+    "user": TAU2_DEFAULT_LLM_ARGS,
+    "judge": {},
+}
 OPENAI_PREFIX = "openai/"
 
 

@@ -417,8 +417,7 @@ class EnvironmentFactory:
     forks of the base DBs. Safe to share between threads: the base is only read.
     """
 
-    def __init__(self, get_environment: Callable[..., Any], *, user_db: bool = False,
-                 check_base: bool = False) -> None:
+    def __init__(self, get_environment: Callable[..., Any], *, user_db: bool = False, check_base: bool = False) -> None:
         from tau2.utils import get_dict_hash
 
         self._get_environment = get_environment

@@ -82,9 +82,17 @@ def load_catalog(name: str) -> Tau2Catalog:
     task_dumps = [_without_timestamps(task.model_dump(mode="json")) for task in tasks]
     digest = hashlib.sha256(
         json.dumps(
-            {"tau2": version, "domain": domain.domain, "split": domain.split, "tasks": task_dumps,
-             "policy": policy, "agent_tools": agent_schemas, "user_tools": user_schemas},
-            sort_keys=True, default=str,
+            {
+                "tau2": version,
+                "domain": domain.domain,
+                "split": domain.split,
+                "tasks": task_dumps,
+                "policy": policy,
+                "agent_tools": agent_schemas,
+                "user_tools": user_schemas,
+            },
+            sort_keys=True,
+            default=str,
         ).encode()
     ).hexdigest()
     return Tau2Catalog(

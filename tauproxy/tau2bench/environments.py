@@ -16,8 +16,12 @@ from typing import Any
 from tauproxy.tau2bench.cow import EnvironmentFactory
 
 # The environment constructor `tau2.registry` registers for each domain.
-ENVIRONMENT_CONSTRUCTORS = {"mock": "get_environment", "airline": "get_environment",
-                            "retail": "get_environment", "telecom": "get_environment_manual_policy"}
+ENVIRONMENT_CONSTRUCTORS = {
+    "mock": "get_environment",
+    "airline": "get_environment",
+    "retail": "get_environment",
+    "telecom": "get_environment_manual_policy",
+}
 
 _lock = threading.Lock()
 _factories: dict[str, EnvironmentFactory] = {}

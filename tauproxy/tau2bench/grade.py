@@ -26,22 +26,25 @@ def grade(simulation: Any, task: Any, environment_constructor: Callable[..., Any
         return RewardInfo(
             reward=0.0,
             reward_basis=None,
-            info={"note": f"Simulation terminated prematurely. Termination reason: "
-                          f"{TerminationReason(simulation.termination_reason).value}"},
+            info={
+                "note": f"Simulation terminated prematurely. Termination reason: "
+                f"{TerminationReason(simulation.termination_reason).value}"
+            },
         )
     if task.evaluation_criteria is None:
         return RewardInfo(reward=1.0, reward_basis=None, info={"note": "No evaluation criteria"})
     env_info = EnvironmentEvaluator.calculate_reward(
-        environment_constructor=environment_constructor, task=task,
-        full_trajectory=simulation.messages, solo_mode=solo_mode,
+        environment_constructor=environment_constructor,
+        task=task,
+        full_trajectory=simulation.messages,
+        solo_mode=solo_mode,
     )
     action_info = ActionEvaluator.calculate_reward(task=task, full_trajectory=simulation.messages)
     communicate_info = CommunicateEvaluator.calculate_reward(task=task, full_trajectory=simulation.messages)
     basis = set(task.evaluation_criteria.reward_basis)
     reward = 1.0
     breakdown: dict[Any, float] = {}
-    for part, bases in ((env_info, {RewardType.DB, RewardType.ENV_ASSERTION}),
-                        (action_info, {RewardType.ACTION})):
+    for part, bases in ((env_info, {RewardType.DB, RewardType.ENV_ASSERTION}), (action_info, {RewardType.ACTION})):
         if basis & bases:
             breakdown.update(part.reward_breakdown or {})
             reward *= part.reward

@@ -168,8 +168,10 @@ class Conversation:
     def _calls(self, answer: Answer, requestor: str) -> list[Any] | None:
         from tau2.data_model.message import ToolCall
 
-        calls = [ToolCall(id=call_id, name=name, arguments=arguments, requestor=requestor)
-                 for call_id, name, arguments in answer.tool_calls]
+        calls = [
+            ToolCall(id=call_id, name=name, arguments=arguments, requestor=requestor)
+            for call_id, name, arguments in answer.tool_calls
+        ]
         return calls or None
 
     # A message's cost: τ² writes litellm's price of the call there; tauproxy prices every call
@@ -179,8 +181,13 @@ class Conversation:
         from tau2.data_model.message import AssistantMessage
 
         answer = self._answer(AGENT, self.agent, self.agent_history)
-        reply = AssistantMessage(role="assistant", content=answer.content, tool_calls=self._calls(answer, "assistant"),
-                                 cost=0.0, usage=answer.usage)
+        reply = AssistantMessage(
+            role="assistant",
+            content=answer.content,
+            tool_calls=self._calls(answer, "assistant"),
+            cost=0.0,
+            usage=answer.usage,
+        )
         self.agent_history.append(litellm_message(reply))
         return reply
 
@@ -188,8 +195,9 @@ class Conversation:
         from tau2.data_model.message import UserMessage
 
         answer = self._answer(USER, self.user, self.user_history)
-        reply = UserMessage(role="user", content=answer.content, tool_calls=self._calls(answer, "user"),
-                            cost=0.0, usage=answer.usage)
+        reply = UserMessage(
+            role="user", content=answer.content, tool_calls=self._calls(answer, "user"), cost=0.0, usage=answer.usage
+        )
         # The user's own turn, seen from its side, is the assistant's (τ²'s flip_roles).
         self.user_history.append(litellm_message(_as_assistant(reply)))
         return reply

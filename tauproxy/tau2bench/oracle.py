@@ -35,8 +35,9 @@ AGENT_CALL_PREFIX = "agent-"
 
 def _is_own_action(message: dict[str, Any]) -> bool:
     calls = message.get("tool_calls") or []
-    return any(str(c.get("id", "")).startswith(AGENT_CALL_PREFIX) for c in calls) or \
-        "PERFORM " in str(message.get("content") or "")
+    return any(str(c.get("id", "")).startswith(AGENT_CALL_PREFIX) for c in calls) or "PERFORM " in str(
+        message.get("content") or ""
+    )
 
 
 def _text(content: str) -> dict[str, Any]:
@@ -44,8 +45,13 @@ def _text(content: str) -> dict[str, Any]:
 
 
 def _tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        ],
+    }
 
 
 class Tau2Player:
@@ -99,9 +105,13 @@ def completion_body(model: str, body: dict[str, Any], message: dict[str, Any]) -
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     prompt = 10 * len(body.get("messages") or [])
     return {
-        "id": f"chatcmpl-{digest[:24]}", "object": "chat.completion", "created": 1_700_000_000, "model": model,
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+        "id": f"chatcmpl-{digest[:24]}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}
+        ],
         "usage": {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7},
     }
 

@@ -47,8 +47,10 @@ def check_tau2_run(
     if custom_prompt:
         raise ConfigError("a custom agent prompt needs tauproxy's engine; a tau2/ domain uses τ²-bench's own prompt")
     if tasks_file is not None:
-        raise ConfigError("--tasks-file is for tauproxy's packs; a tau2/ domain's tasks come from the package "
-                          "(pick a split with tau2/<domain>:<split>, tasks with --task-ids)")
+        raise ConfigError(
+            "--tasks-file is for tauproxy's packs; a tau2/ domain's tasks come from the package "
+            "(pick a split with tau2/<domain>:<split>, tasks with --task-ids)"
+        )
     if executor not in TAU2_EXECUTORS:
         raise ConfigError(f"tau2/ domains run on the {' or '.join(TAU2_EXECUTORS)} executor, not {executor!r}")
     roles = [("agent", agent_model)] + ([] if solo else [("user", user_model)])

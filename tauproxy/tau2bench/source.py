@@ -68,8 +68,13 @@ def _string(node: ast.expr) -> str | None:
     """A string literal, or a string literal's `.strip()` (how τ² writes its triple-quoted prompts)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
-    if (isinstance(node, ast.Call) and not node.args and not node.keywords
-            and isinstance(node.func, ast.Attribute) and node.func.attr == "strip"):
+    if (
+        isinstance(node, ast.Call)
+        and not node.args
+        and not node.keywords
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "strip"
+    ):
         inner = _string(node.func.value)
         return inner.strip() if inner is not None else None
     return None
@@ -100,12 +105,18 @@ def _need(constants: dict[str, str], name: str, where: str) -> str:
 
 def _greeting(path: Path) -> str:
     for node in _module(path).body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id == "DEFAULT_FIRST_AGENT_MESSAGE" and isinstance(node.value, ast.Call)):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "DEFAULT_FIRST_AGENT_MESSAGE"
+            and isinstance(node.value, ast.Call)
+        ):
             for keyword in node.value.keywords:
                 if keyword.arg == "content":
                     text = _string(keyword.value)
                     if text is not None:
                         return text
-    raise ConfigError("τ²-bench's orchestrator.py has no DEFAULT_FIRST_AGENT_MESSAGE content: "
-                      "this τ² version is not supported")
+    raise ConfigError(
+        "τ²-bench's orchestrator.py has no DEFAULT_FIRST_AGENT_MESSAGE content: this τ² version is not supported"
+    )

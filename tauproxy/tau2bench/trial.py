@@ -71,8 +71,9 @@ def runs_on_tau2_orchestrator(settings: Tau2Settings, task: Any) -> bool:
 Outcome = tuple[Any, str | None, BaseException | None]  # τ²'s SimulationRun, τ²'s error, the seam's failure
 
 
-def _on_our_orchestrator(settings: Tau2Settings, catalog: Tau2Catalog, task: Any, seed: int,
-                         client: ModelClient) -> Outcome:
+def _on_our_orchestrator(
+    settings: Tau2Settings, catalog: Tau2Catalog, task: Any, seed: int, client: ModelClient
+) -> Outcome:
     from tau2.data_model.simulation import SimulationRun as Tau2Simulation
     from tau2.utils.utils import get_now
 
@@ -84,8 +85,9 @@ def _on_our_orchestrator(settings: Tau2Settings, catalog: Tau2Catalog, task: Any
     def ask(role: str, body: dict[str, Any]) -> dict[str, Any]:
         config = settings.agent if role == AGENT else settings.user
         try:
-            return client.complete_wire(body, role_of(role), SERVE_SCOPE, connections[role], config.model,
-                                        keys[role]).body
+            return client.complete_wire(
+                body, role_of(role), SERVE_SCOPE, connections[role], config.model, keys[role]
+            ).body
         except BaseException as exc:
             failure.append(exc)
             raise
@@ -95,11 +97,19 @@ def _on_our_orchestrator(settings: Tau2Settings, catalog: Tau2Catalog, task: Any
     factory = environment_factory(catalog.domain.domain)
     conversation = Conversation(
         environment=factory(),
-        agent=Side(settings.agent.model, catalog.agent_system_prompt, agent_params, agent_retries,
-                   catalog.agent_tools or None),
-        user=Side(settings.user.model, prompts.user_system_prompt(str(task.user_scenario), catalog.has_user_tools),
-                  user_params, user_retries, catalog.user_tools if catalog.has_user_tools else None),
-        ask=ask, max_steps=settings.max_steps, max_errors=settings.max_errors,
+        agent=Side(
+            settings.agent.model, catalog.agent_system_prompt, agent_params, agent_retries, catalog.agent_tools or None
+        ),
+        user=Side(
+            settings.user.model,
+            prompts.user_system_prompt(str(task.user_scenario), catalog.has_user_tools),
+            user_params,
+            user_retries,
+            catalog.user_tools if catalog.has_user_tools else None,
+        ),
+        ask=ask,
+        max_steps=settings.max_steps,
+        max_errors=settings.max_errors,
     )
     start_time, start = get_now(), time.perf_counter()
     try:
@@ -108,9 +118,17 @@ def _on_our_orchestrator(settings: Tau2Settings, catalog: Tau2Catalog, task: Any
         for index, message in enumerate(messages):
             message.turn_idx = index
         simulation = Tau2Simulation(
-            id=str(uuid.uuid4()), task_id=task.id, start_time=start_time, end_time=get_now(),
-            duration=time.perf_counter() - start, termination_reason=conversation.termination_reason.value,
-            reward_info=None, agent_cost=None, user_cost=None, messages=messages, seed=seed,
+            id=str(uuid.uuid4()),
+            task_id=task.id,
+            start_time=start_time,
+            end_time=get_now(),
+            duration=time.perf_counter() - start,
+            termination_reason=conversation.termination_reason.value,
+            reward_info=None,
+            agent_cost=None,
+            user_cost=None,
+            messages=messages,
+            seed=seed,
         )
         simulation.reward_info = grade(simulation, task, factory)
     except Exception as exc:
@@ -122,8 +140,9 @@ def role_of(role: str) -> CallRole:
     return "agent" if role == AGENT else "user"
 
 
-def _on_tau2_orchestrator(settings: Tau2Settings, catalog: Tau2Catalog, task: Any, seed: int,
-                          client: ModelClient) -> Outcome:
+def _on_tau2_orchestrator(
+    settings: Tau2Settings, catalog: Tau2Catalog, task: Any, seed: int, client: ModelClient
+) -> Outcome:
     from tau2.evaluator.evaluator import EvaluationType
     from tau2.run import run_task
 
@@ -155,14 +174,30 @@ def _on_tau2_orchestrator(settings: Tau2Settings, catalog: Tau2Catalog, task: An
     return simulation, None, bridge.failure
 
 
-def _result(catalog: Tau2Catalog, task_id: str, trial: int, seed: int, client: ModelClient, simulation: Any,
-            error: str | None, failure: BaseException | None, started: float) -> SimulationRun:
+def _result(
+    catalog: Tau2Catalog,
+    task_id: str,
+    trial: int,
+    seed: int,
+    client: ModelClient,
+    simulation: Any,
+    error: str | None,
+    failure: BaseException | None,
+    started: float,
+) -> SimulationRun:
     if isinstance(failure, ReplayMissError | CassetteWriteError):
         raise failure
     if failure is not None:
         cause = failure if isinstance(failure, InfrastructureError) else ModelCallError(str(failure))
-        return _unscored(task_id, trial, seed, TerminationReason.INFRASTRUCTURE_ERROR, redact_text(str(cause)),
-                         client.records, started)
+        return _unscored(
+            task_id,
+            trial,
+            seed,
+            TerminationReason.INFRASTRUCTURE_ERROR,
+            redact_text(str(cause)),
+            client.records,
+            started,
+        )
     if simulation is None:
         run = _unscored(task_id, trial, seed, TerminationReason.AGENT_ERROR, error, client.records, started)
         return run.model_copy(update={"reward_info": RewardInfo(reward=0.0)})
@@ -209,4 +244,3 @@ def _unscored(
         judge_cost=role_cost(records, "judge"),
         duration=round(time.perf_counter() - started, 6),
     )
-

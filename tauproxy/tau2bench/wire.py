@@ -49,8 +49,12 @@ def litellm_message(message: Any) -> dict[str, Any]:
             out["content"] = message.content
         if message.tool_calls is not None:
             out["tool_calls"] = [
-                {"id": call.id, "name": call.name,
-                 "function": {"name": call.name, "arguments": json.dumps(call.arguments)}, "type": "function"}
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                    "type": "function",
+                }
                 for call in message.tool_calls
             ]
         return out
@@ -94,7 +98,8 @@ class Answer:
         usage = body.get("usage")
         self.usage: dict[str, Any] | None = (
             {"completion_tokens": usage.get("completion_tokens"), "prompt_tokens": usage.get("prompt_tokens")}
-            if isinstance(usage, dict) else None
+            if isinstance(usage, dict)
+            else None
         )
 
     @property

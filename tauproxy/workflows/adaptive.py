@@ -125,7 +125,10 @@ def live_spend(simulations: list[SimulationRun]) -> float | None:
 
 
 def until_decided(
-    source: TrialSource, baseline: Results, initial: Mapping[str, int], settings: AdaptiveSettings,
+    source: TrialSource,
+    baseline: Results,
+    initial: Mapping[str, int],
+    settings: AdaptiveSettings,
     on_round: Callable[[AdaptiveRound], None] | None = None,
 ) -> AdaptiveOutcome:
     """Run, judge, and add trials where they matter until decided, out of budget or out of looks."""
@@ -140,11 +143,20 @@ def until_decided(
         simulations = outcome.results.simulations
         verdict = judge_look(outcome.results, baseline, schedule, settings.max_drop, settings.seed)
         spend, live = recorded_spend(simulations), live_spend(simulations)
-        rounds.append(AdaptiveRound(
-            look=len(rounds) + 1, confidence=schedule.per_look, tasks=sorted(added, key=list(plan).index),
-            trials_added=sum(added.values()), trials=len(simulations), spend_usd=spend, live_usd=live,
-            verdict=verdict.verdict, drop=verdict.drop, drop_ci=verdict.drop_ci,
-        ))
+        rounds.append(
+            AdaptiveRound(
+                look=len(rounds) + 1,
+                confidence=schedule.per_look,
+                tasks=sorted(added, key=list(plan).index),
+                trials_added=sum(added.values()),
+                trials=len(simulations),
+                spend_usd=spend,
+                live_usd=live,
+                verdict=verdict.verdict,
+                drop=verdict.drop,
+                drop_ci=verdict.drop_ci,
+            )
+        )
         if on_round is not None:
             on_round(rounds[-1])
         stop = _stop(outcome, verdict, len(rounds), settings)
@@ -169,16 +181,26 @@ def _stop(
         return StopReason(kind="decided", detail=f"decided at look {looks} of {settings.looks}")
     if verdict.verdict is Verdict.SKIP:
         return StopReason(kind="cannot test", detail=verdict.reason)
-    if (settings.stop_futile and verdict.paired is not None and verdict.drop_ci is not None
-            and _futile(verdict, settings.max_drop)):
-        return StopReason(kind="futile", detail="more trials of this run alone would most likely not decide it: "
-                          "without its own trial noise the interval would still straddle --max-drop (the "
-                          "baseline's trials and the spread between tasks remain); give the baseline more "
-                          "trials, compare on more tasks or revisit --max-drop")
+    if (
+        settings.stop_futile
+        and verdict.paired is not None
+        and verdict.drop_ci is not None
+        and _futile(verdict, settings.max_drop)
+    ):
+        return StopReason(
+            kind="futile",
+            detail="more trials of this run alone would most likely not decide it: "
+            "without its own trial noise the interval would still straddle --max-drop (the "
+            "baseline's trials and the spread between tasks remain); give the baseline more "
+            "trials, compare on more tasks or revisit --max-drop",
+        )
     if looks >= settings.looks:
-        return StopReason(kind="looks", detail=f"still undecided after all {settings.looks} planned looks "
-                          "(a later look would break the error-rate guarantee); more tasks or a looser "
-                          "--max-drop may decide it")
+        return StopReason(
+            kind="looks",
+            detail=f"still undecided after all {settings.looks} planned looks "
+            "(a later look would break the error-rate guarantee); more tasks or a looser "
+            "--max-drop may decide it",
+        )
     return None
 
 
@@ -206,14 +228,18 @@ def _next_round(
     affordable = math.inf
     if settings.max_cost is not None:
         if spend is None:
-            return {}, StopReason(kind="unknown price", detail=f"a trial's price is unknown; --max-cost "
-                                  f"{settings.max_cost:g} cannot be kept")
+            return {}, StopReason(
+                kind="unknown price",
+                detail=f"a trial's price is unknown; --max-cost {settings.max_cost:g} cannot be kept",
+            )
         mean = spend / max(1, len(results.simulations))
         if mean > 0:
             affordable = math.floor((settings.max_cost - spend) / mean + 1e-9)
     if affordable < 1:
-        return {}, StopReason(kind="budget", detail=f"${spend or 0.0:.4f} of --max-cost ${settings.max_cost:.4f} "
-                              "spent: one more trial would pass it")
+        return {}, StopReason(
+            kind="budget",
+            detail=f"${spend or 0.0:.4f} of --max-cost ${settings.max_cost:.4f} spent: one more trial would pass it",
+        )
     added: dict[str, int] = {}
     for choice in choices:
         take = int(min(choice.add, affordable))
@@ -225,16 +251,26 @@ def _next_round(
 
 
 def _outcome(
-    rounds: list[AdaptiveRound], final: ScoreComparison, stop: StopReason, settings: AdaptiveSettings,
+    rounds: list[AdaptiveRound],
+    final: ScoreComparison,
+    stop: StopReason,
+    settings: AdaptiveSettings,
     outcome: SourceOutcome,
 ) -> AdaptiveOutcome:
     simulations = outcome.results.simulations
     tasks = {run.task_id for run in simulations}
     counted = [run for run in simulations if run.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR]
     return AdaptiveOutcome(
-        rounds=rounds, final=final, stop=stop, looks_planned=settings.looks, confidence=settings.schedule.confidence,
-        max_cost=settings.max_cost, spend_usd=rounds[-1].spend_usd, live_usd=rounds[-1].live_usd,
-        trials=len(simulations), mean_trials_per_task=len(counted) / len(tasks) if tasks else 0.0,
+        rounds=rounds,
+        final=final,
+        stop=stop,
+        looks_planned=settings.looks,
+        confidence=settings.schedule.confidence,
+        max_cost=settings.max_cost,
+        spend_usd=rounds[-1].spend_usd,
+        live_usd=rounds[-1].live_usd,
+        trials=len(simulations),
+        mean_trials_per_task=len(counted) / len(tasks) if tasks else 0.0,
         runner_stop=outcome.stop.kind.value if outcome.stop is not None else None,
     )
 
@@ -260,6 +296,11 @@ class RunnerTrials:
             config = self.config.model_copy(update={"num_trials": max(plan.values()), "max_cost": budget})
             prepared = prepare(config, preflight=False)  # the models were checked in __init__
         outcome = execute_prepared(prepared.with_trials(plan, self._known), self.progress)
-        self._known.update({run.id: run for run in outcome.results.simulations
-                            if run.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR})
+        self._known.update(
+            {
+                run.id: run
+                for run in outcome.results.simulations
+                if run.termination_reason != TerminationReason.INFRASTRUCTURE_ERROR
+            }
+        )
         return SourceOutcome(outcome.results, outcome.stop, outcome.warnings)

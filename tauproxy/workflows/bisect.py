@@ -86,15 +86,25 @@ def _cost(results: Results, new_ids: set[str]) -> StepCost:
     cost = cost_summary([run for run in results.simulations if run.id in new_ids])
     live, replayed = cost.live, cost.replayed
     return StepCost(
-        live_usd=cost.live_usd, live_unknown_price_calls=live.unknown_price_calls,
-        live_calls=live.calls, saved_usd=cost.replayed_usd,
-        saved_unknown_price_calls=replayed.unknown_price_calls, replayed_calls=replayed.calls,
+        live_usd=cost.live_usd,
+        live_unknown_price_calls=live.unknown_price_calls,
+        live_calls=live.calls,
+        saved_usd=cost.replayed_usd,
+        saved_unknown_price_calls=replayed.unknown_price_calls,
+        replayed_calls=replayed.calls,
     )
 
 
 class _Search:
-    def __init__(self, configs: list[Path], factory: ConfigFactory, metric: str, max_drop: float,
-                 runs_dir: Path | None, on_step: Callable[[BisectStep], None] | None) -> None:
+    def __init__(
+        self,
+        configs: list[Path],
+        factory: ConfigFactory,
+        metric: str,
+        max_drop: float,
+        runs_dir: Path | None,
+        on_step: Callable[[BisectStep], None] | None,
+    ) -> None:
         self.configs, self.factory, self.metric, self.max_drop = configs, factory, metric, max_drop
         self.runs_dir, self.on_step = runs_dir, on_step
         self.names = run_names(configs)
@@ -114,10 +124,17 @@ class _Search:
         comparison = compare_scores(results, self.baseline, self.metric, self.max_drop)
         new_ids = {run.id for run in outcome.new_runs}
         step = BisectStep(
-            position=index + 1, config=str(path), run_dir=str(save_to) if save_to else None,
-            score=comparison.score, baseline_score=comparison.baseline_score, drop=comparison.drop,
-            verdict=comparison.verdict, reason=comparison.reason, new_trials=len(new_ids),
-            resumed_trials=len(results.simulations) - len(new_ids), cost=_cost(results, new_ids),
+            position=index + 1,
+            config=str(path),
+            run_dir=str(save_to) if save_to else None,
+            score=comparison.score,
+            baseline_score=comparison.baseline_score,
+            drop=comparison.drop,
+            verdict=comparison.verdict,
+            reason=comparison.reason,
+            new_trials=len(new_ids),
+            resumed_trials=len(results.simulations) - len(new_ids),
+            cost=_cost(results, new_ids),
             warnings=outcome.warnings,
         )
         self.steps.append(step)
@@ -148,19 +165,25 @@ def bisect_configs(
     if end_step.verdict is Verdict.UNDECIDED:
         raise ConfigError(f"cannot tell yet whether the last config is bad: {end_step.reason}")
 
-    def result(status: Literal["found", "last_not_bad", "ambiguous"], bad: int | None,
-               candidates: list[int], message: str) -> BisectResult:
+    def result(
+        status: Literal["found", "last_not_bad", "ambiguous"], bad: int | None, candidates: list[int], message: str
+    ) -> BisectResult:
         return BisectResult(
-            metric=metric, max_drop=max_drop, configs=[str(p) for p in configs], status=status,
+            metric=metric,
+            max_drop=max_drop,
+            configs=[str(p) for p in configs],
+            status=status,
             first_bad=str(configs[bad]) if bad is not None else None,
             first_bad_position=bad + 1 if bad is not None else None,
-            candidates=[str(configs[i]) for i in candidates], evaluations=len(search.steps),
-            evaluations_beyond_endpoints=len(search.steps) - 2, steps=search.steps, message=message,
+            candidates=[str(configs[i]) for i in candidates],
+            evaluations=len(search.steps),
+            evaluations_beyond_endpoints=len(search.steps) - 2,
+            steps=search.steps,
+            message=message,
         )
 
     if end_step.verdict is Verdict.GOOD:
-        return result("last_not_bad", None, [],
-                      f"the last config ({configs[last].name}) is not bad: {end_step.reason}")
+        return result("last_not_bad", None, [], f"the last config ({configs[last].name}) is not bad: {end_step.reason}")
     good, bad = 0, last
     skipped: set[int] = set()
     while True:
@@ -179,7 +202,15 @@ def bisect_configs(
     unknown = sorted(i for i in skipped if good < i < bad)
     if unknown:
         names = ", ".join(configs[i].name for i in [*unknown, bad])
-        return result("ambiguous", None, [*unknown, bad],
-                      f"the first bad config is one of {names} (the others could not be tested)")
-    return result("found", bad, [bad], f"first bad config: {configs[bad].name} "
-                  f"(#{bad + 1} of {len(configs)}), after {len(search.steps)} evaluations")
+        return result(
+            "ambiguous",
+            None,
+            [*unknown, bad],
+            f"the first bad config is one of {names} (the others could not be tested)",
+        )
+    return result(
+        "found",
+        bad,
+        [bad],
+        f"first bad config: {configs[bad].name} (#{bad + 1} of {len(configs)}), after {len(search.steps)} evaluations",
+    )

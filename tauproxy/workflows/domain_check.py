@@ -51,8 +51,9 @@ def golden_action_problems(pack: DomainPack) -> list[str]:
                 reason = check(env.state, action.name, action.arguments)
                 if reason:
                     problems.append(f"{task.id}: action {index} {action.name}: {reason}")
-            call = ToolCall(id=f"check_{index}", name=action.name, arguments=action.arguments,
-                            requestor=action.requestor)
+            call = ToolCall(
+                id=f"check_{index}", name=action.name, arguments=action.arguments, requestor=action.requestor
+            )
             result = env.execute(call, action.requestor)
             if result.error:
                 problems.append(f"{task.id}: action {index} {action.name} failed: {result.content}")
@@ -63,8 +64,9 @@ def check_domain(domain: str, tasks_file: Path | None = None, max_concurrency: i
     pack = load_pack(domain, tasks_file)
 
     def pass_rate(model: str) -> tuple[float, list[str], list[str]]:
-        config = RunConfig(domain=domain, tasks_file=tasks_file, agent=LLMConfig(model=model),
-                           max_concurrency=max_concurrency)
+        config = RunConfig(
+            domain=domain, tasks_file=tasks_file, agent=LLMConfig(model=model), max_concurrency=max_concurrency
+        )
         runs = execute(config).results.simulations
         passed = [run.task_id for run in runs if is_success(run)]
         failed = [run.task_id for run in runs if not is_success(run)]
@@ -75,6 +77,12 @@ def check_domain(domain: str, tasks_file: Path | None = None, max_concurrency: i
     violations = golden_action_problems(pack)
     ok = oracle_rate == 1.0 and silent_rate <= MAX_SILENT_PASS_RATE and not violations
     return DomainCheck(
-        domain=pack.name, tasks=len(pack.tasks), oracle_pass_rate=oracle_rate, silent_pass_rate=silent_rate,
-        oracle_failures=oracle_failures, silent_passes=silent_passes, policy_violations=violations, ok=ok,
+        domain=pack.name,
+        tasks=len(pack.tasks),
+        oracle_pass_rate=oracle_rate,
+        silent_pass_rate=silent_rate,
+        oracle_failures=oracle_failures,
+        silent_passes=silent_passes,
+        policy_violations=violations,
+        ok=ok,
     )

@@ -65,12 +65,26 @@ class LookSchedule(BaseModel):
 
 
 def judge_look(
-    candidate: Results, baseline: Results, schedule: LookSchedule, max_drop: float, seed: int = 0,
+    candidate: Results,
+    baseline: Results,
+    schedule: LookSchedule,
+    max_drop: float,
+    seed: int = 0,
     metric: str = "pass^1",
 ) -> ScoreComparison:
     """The verdict at one look: check's rule at the look's confidence, every trial of a task kept (the
     added trials have seeds the baseline never ran, so seed matching would drop them), the interval
     widened for the number of tasks (reports/paired.py: a percentile interval over a dozen tasks
     covers well under its level, and five looks would multiply the shortfall)."""
-    return compare_scores(candidate, baseline, metric, max_drop, confidence=schedule.per_look, seed=seed,
-                          match_seeds=False, resamples=LOOK_RESAMPLES, expand=True, advise=False)
+    return compare_scores(
+        candidate,
+        baseline,
+        metric,
+        max_drop,
+        confidence=schedule.per_look,
+        seed=seed,
+        match_seeds=False,
+        resamples=LOOK_RESAMPLES,
+        expand=True,
+        advise=False,
+    )

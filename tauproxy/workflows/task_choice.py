@@ -50,8 +50,9 @@ def candidate_noise_share(per_task: list[TaskPair]) -> float:
     diffs = [t.baseline_successes / t.baseline_trials - t.candidate_successes / t.candidate_trials for t in per_task]
     mean = sum(diffs) / n
     total = sum((d - mean) ** 2 for d in diffs) / (n - 1) / n
-    noise = sum(_smoothed_variance(t.candidate_successes, t.candidate_trials) / t.candidate_trials
-                for t in per_task) / n**2
+    noise = (
+        sum(_smoothed_variance(t.candidate_successes, t.candidate_trials) / t.candidate_trials for t in per_task) / n**2
+    )
     return 1.0 if total <= 0 else min(1.0, noise / total)
 
 

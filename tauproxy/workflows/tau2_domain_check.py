@@ -32,8 +32,13 @@ SEED = 300  # `tau2 run`'s default run seed; the player draws nothing from it
 
 def check_tau2_domain(name: str) -> DomainCheck:
     catalog = load_catalog(name)
-    settings = Tau2Settings(domain=name, agent=LLMConfig(model=ORACLE_MODEL), user=LLMConfig(model=ORACLE_MODEL),
-                            max_steps=DEFAULT_MAX_STEPS, max_errors=DEFAULT_MAX_ERRORS)
+    settings = Tau2Settings(
+        domain=name,
+        agent=LLMConfig(model=ORACLE_MODEL),
+        user=LLMConfig(model=ORACLE_MODEL),
+        max_steps=DEFAULT_MAX_STEPS,
+        max_errors=DEFAULT_MAX_ERRORS,
+    )
     pricing = Pricing()
     oracle_failures: list[str] = []
     silent_passes: list[str] = []
@@ -53,9 +58,15 @@ def check_tau2_domain(name: str) -> DomainCheck:
     playable = tasks - len(unplayable)
     problems = golden_action_errors(catalog)
     return DomainCheck(
-        domain=name, tasks=tasks, oracle_pass_rate=(playable - len(oracle_failures)) / playable if playable else 0.0,
-        silent_pass_rate=len(silent_passes) / tasks, oracle_failures=oracle_failures, silent_passes=silent_passes,
-        policy_violations=problems, ok=playable > 0 and not oracle_failures, unplayable=unplayable,
+        domain=name,
+        tasks=tasks,
+        oracle_pass_rate=(playable - len(oracle_failures)) / playable if playable else 0.0,
+        silent_pass_rate=len(silent_passes) / tasks,
+        oracle_failures=oracle_failures,
+        silent_passes=silent_passes,
+        policy_violations=problems,
+        ok=playable > 0 and not oracle_failures,
+        unplayable=unplayable,
     )
 
 

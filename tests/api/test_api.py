@@ -18,8 +18,16 @@ SLIPS = "scripted/oracle?error_rate=0.3"
 
 
 def slips(base: Path) -> api.RunConfig:
-    return api.run_config("mock", agent=SLIPS, num_tasks=4, num_trials=3, seed=11,
-                          cassette=base / "cassette", save_to=base / "run", record_mode="auto")
+    return api.run_config(
+        "mock",
+        agent=SLIPS,
+        num_tasks=4,
+        num_trials=3,
+        seed=11,
+        cassette=base / "cassette",
+        save_to=base / "run",
+        record_mode="auto",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +47,8 @@ def test_run_returns_the_report_rows_and_cost(recorded: tuple[api.RunReport, Pat
         assert low <= report.pass_hat_k[k] <= high
     assert report.new_trials == 12 and report.stop is None
     assert [(row.task, row.trial) for row in report.rows] == [
-        (sim.task_id, sim.trial) for sim in report.results.simulations]
+        (sim.task_id, sim.trial) for sim in report.results.simulations
+    ]
     passed = [row.reward == 1.0 for row in report.rows]
     assert sum(passed) / len(passed) == pytest.approx(report.pass_hat_k[1])
     assert report.cost.live_usd == 0.0, "scripted models are free by declaration, a known $0"
@@ -56,8 +65,11 @@ def test_load_run_reads_it_back_and_a_strict_replay_matches(recorded: tuple[api.
     resumed = api.run(slips(base), progress=lambda _sim, done, _total: progress.append(done))
     assert resumed.new_trials == 0 and progress == [] and resumed.pass_hat_k == report.pass_hat_k
 
-    replay = api.run(api.run_config("mock", agent=SLIPS, num_tasks=4, num_trials=3, seed=11,
-                                    cassette=base / "cassette", record_mode="none"))  # vcrpy's name
+    replay = api.run(
+        api.run_config(
+            "mock", agent=SLIPS, num_tasks=4, num_trials=3, seed=11, cassette=base / "cassette", record_mode="none"
+        )
+    )  # vcrpy's name
     assert replay.summary.calls.live == 0 and replay.summary.calls.replayed == report.summary.calls.live
     assert [row.reward for row in replay.rows] == [row.reward for row in report.rows]
     assert all(row.live_calls == 0 for row in replay.rows)
@@ -65,8 +77,14 @@ def test_load_run_reads_it_back_and_a_strict_replay_matches(recorded: tuple[api.
 
 def test_a_changed_agent_misses_in_strict_replay_with_the_diff(recorded: tuple[api.RunReport, Path]) -> None:
     _, base = recorded
-    changed = api.run_config("mock", agent="scripted/oracle", num_tasks=1, seed=11,
-                             cassette=base / "cassette", record_mode=api.RecordMode.REPLAY)
+    changed = api.run_config(
+        "mock",
+        agent="scripted/oracle",
+        num_tasks=1,
+        seed=11,
+        cassette=base / "cassette",
+        record_mode=api.RecordMode.REPLAY,
+    )
     with pytest.raises(ReplayMissError, match="replay miss") as miss:
         api.run(changed)
     assert "model" in str(miss.value), "the miss names what differs"
@@ -81,8 +99,10 @@ def test_compare_and_check(recorded: tuple[api.RunReport, Path], tmp_path: Path)
     assert comparison.differences["pass^1"].difference == 0.0
 
     seen: list[tuple[int, int]] = []
-    silent = api.run(api.run_config("mock", agent="scripted/silent", num_tasks=4, num_trials=3, seed=11),
-                     progress=lambda _sim, done, total: seen.append((done, total)))
+    silent = api.run(
+        api.run_config("mock", agent="scripted/silent", num_tasks=4, num_trials=3, seed=11),
+        progress=lambda _sim, done, total: seen.append((done, total)),
+    )
     assert seen == [(n, 12) for n in range(1, 13)]
     worse = api.compare(silent, report).comparisons[0].comparison
     assert worse is not None and worse.differences["pass^1"].difference < 0
@@ -114,8 +134,9 @@ def test_csv_and_dataframe_have_the_same_columns(recorded: tuple[api.RunReport, 
     assert frame["reward"].tolist() == [row.reward for row in report.rows]
 
 
-def test_to_dataframe_without_pandas_says_what_to_install(recorded: tuple[api.RunReport, Path],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_to_dataframe_without_pandas_says_what_to_install(
+    recorded: tuple[api.RunReport, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
     with pytest.raises(ConfigError, match="pip install pandas"):
         api.to_dataframe(recorded[0].rows)
@@ -123,12 +144,32 @@ def test_to_dataframe_without_pandas_says_what_to_install(recorded: tuple[api.Ru
 
 def test_load_run_reads_a_tau2_file(tmp_path: Path) -> None:
     role = {"implementation": "x", "llm": "openai/gpt-4.1", "llm_args": {}}
-    sims = [{"id": f"s{trial}", "task_id": "t1", "trial": trial, "seed": trial, "termination_reason": "user_stop",
-             "agent_cost": 0.001, "user_cost": 0.001, "messages": [],
-             "reward_info": {"reward": float(trial == 0)}} for trial in range(2)]
-    document = {"timestamp": "t", "tasks": [], "simulations": sims,
-                "info": {"num_trials": 2, "seed": 300, "user_info": role, "agent_info": role,
-                         "environment_info": {"domain_name": "airline"}}}
+    sims = [
+        {
+            "id": f"s{trial}",
+            "task_id": "t1",
+            "trial": trial,
+            "seed": trial,
+            "termination_reason": "user_stop",
+            "agent_cost": 0.001,
+            "user_cost": 0.001,
+            "messages": [],
+            "reward_info": {"reward": float(trial == 0)},
+        }
+        for trial in range(2)
+    ]
+    document = {
+        "timestamp": "t",
+        "tasks": [],
+        "simulations": sims,
+        "info": {
+            "num_trials": 2,
+            "seed": 300,
+            "user_info": role,
+            "agent_info": role,
+            "environment_info": {"domain_name": "airline"},
+        },
+    }
     path = tmp_path / "airline.json"
     path.write_text(json.dumps(document))
     report = api.load_run(str(path))

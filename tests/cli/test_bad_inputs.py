@@ -38,30 +38,34 @@ class Case:
 
 
 CASES: dict[str, Case] = {
-    "num-trials-over-limit": Case((*RUN, "--num-trials", "100000000", "--save-to", "run-big"),
-                                  ("--num-trials", "100000000", f"limit of {NUM_TRIALS_LIMIT}")),
+    "num-trials-over-limit": Case(
+        (*RUN, "--num-trials", "100000000", "--save-to", "run-big"),
+        ("--num-trials", "100000000", f"limit of {NUM_TRIALS_LIMIT}"),
+    ),
     "max-cost-negative": Case((*RUN, "--max-cost", "-5"), ("--max-cost", "-5")),
     "max-concurrency-over-limit": Case((*RUN, "--max-concurrency", "100000"), ("--max-concurrency", "100000")),
     "max-concurrency-zero": Case((*RUN, "--max-concurrency", "0"), ("--max-concurrency",), usage=True),
-    "num-tasks-zero": Case(("run", "--agent-llm", "scripted/oracle", "--num-tasks", "0"), ("--num-tasks",),
-                           usage=True),
+    "num-tasks-zero": Case(("run", "--agent-llm", "scripted/oracle", "--num-tasks", "0"), ("--num-tasks",), usage=True),
     "save-to-a-file": Case((*RUN, "--save-to", "afile"), ("--save-to", "afile", "is a file")),
     "save-to-under-a-file": Case((*RUN, "--save-to", "afile/run"), ("--save-to", "afile/run", "afile")),
     "cassette-a-file": Case((*RUN, "--cassette", "afile"), ("--cassette", "afile", "is a file")),
     "tasks-file-a-directory": Case((*RUN, "--tasks-file", "adir"), ("--tasks-file", "adir")),
     "prices-bad-yaml": Case((*RUN, "--prices", "bad.yaml"), ("bad.yaml:3:1: not valid YAML",)),
     "prices-negative": Case((*RUN, "--prices", "negative.yaml"), ("negative.yaml", "'gpt-x'", "-1")),
-    "llm-args-bad-connection": Case((*RUN, "--user-llm-args", '{"timeout": "soon"}'),
-                                    ("--user-llm-args", "timeout")),
-    "estimate-num-trials-over-limit": Case(("estimate", "--agent-llm", "scripted/oracle", "--num-trials", "5000"),
-                                           ("--num-trials", "5000")),
-    "estimate-history-missing": Case(("estimate", "--agent-llm", "scripted/oracle", "--history", "missing"),
-                                     ("missing",)),
+    "llm-args-bad-connection": Case((*RUN, "--user-llm-args", '{"timeout": "soon"}'), ("--user-llm-args", "timeout")),
+    "estimate-num-trials-over-limit": Case(
+        ("estimate", "--agent-llm", "scripted/oracle", "--num-trials", "5000"), ("--num-trials", "5000")
+    ),
+    "estimate-history-missing": Case(
+        ("estimate", "--agent-llm", "scripted/oracle", "--history", "missing"), ("missing",)
+    ),
     "serve-port-out-of-range": Case(("serve", "--record-mode", "off", "--port", "99999"), ("--port", "99999")),
-    "serve-upstream-map-bad-yaml": Case(("serve", "--record-mode", "off", "--upstream-map", "bad.yaml"),
-                                        ("bad.yaml:3:1: not valid YAML",)),
-    "serve-prices-negative": Case(("serve", "--record-mode", "off", "--port", "0", "--prices", "negative.yaml"),
-                                  ("negative.yaml", "'gpt-x'")),
+    "serve-upstream-map-bad-yaml": Case(
+        ("serve", "--record-mode", "off", "--upstream-map", "bad.yaml"), ("bad.yaml:3:1: not valid YAML",)
+    ),
+    "serve-prices-negative": Case(
+        ("serve", "--record-mode", "off", "--port", "0", "--prices", "negative.yaml"), ("negative.yaml", "'gpt-x'")
+    ),
     "report-missing": Case(("report", "no-such-run"), ("no-such-run",)),
     "view-not-json": Case(("view", "notes.txt"), ("notes.txt",)),
 }
@@ -196,8 +200,10 @@ def test_model_price_takes_zero() -> None:
     assert ModelPrice(input_cost_per_token=0, output_cost_per_token=0, cache_read_input_token_cost=0)
 
 
-@pytest.mark.parametrize("entry", ["input_cost_per_token: -1\n  output_cost_per_token: 0",
-                                   "input_cost_per_token: .nan\n  output_cost_per_token: 0"])
+@pytest.mark.parametrize(
+    "entry",
+    ["input_cost_per_token: -1\n  output_cost_per_token: 0", "input_cost_per_token: .nan\n  output_cost_per_token: 0"],
+)
 def test_a_bad_price_file_names_the_file_and_model(tmp_path: Path, entry: str) -> None:
     path = tmp_path / "prices.yaml"
     path.write_text(f"ok-model:\n  input_cost_per_token: 0\n  output_cost_per_token: 0\ngpt-x:\n  {entry}\n")
@@ -216,8 +222,12 @@ def config(**fields: object) -> RunConfig:
 
 def test_run_config_bounds_trials_and_concurrency() -> None:
     assert config(num_trials=NUM_TRIALS_LIMIT).num_trials == NUM_TRIALS_LIMIT
-    for fields in ({"num_trials": NUM_TRIALS_LIMIT + 1}, {"max_concurrency": 10**6}, {"max_cost": -0.01},
-                   {"max_cost": math.inf}):
+    for fields in (
+        {"num_trials": NUM_TRIALS_LIMIT + 1},
+        {"max_concurrency": 10**6},
+        {"max_cost": -0.01},
+        {"max_cost": math.inf},
+    ):
         with pytest.raises(ValueError):
             config(**fields)
 

@@ -12,8 +12,7 @@ from conftest import run_cli
 @pytest.mark.slow
 def test_check_without_baseline_is_a_one_line_usage_error(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "1",
-            "--save-to", str(run_dir))
+    run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "1", "--save-to", str(run_dir))
     for extra in ((), ("--json",)):
         proc = run_cli("check", str(run_dir), *extra, check=False)
         assert proc.returncode == 2, (proc.returncode, proc.stderr)

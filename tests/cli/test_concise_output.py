@@ -24,8 +24,21 @@ GRID_TITLE = "trials per task"
 
 
 def run_mock(dest: Path, *extra: str) -> str:
-    return run_cli("run", "--domain", "mock", "--agent-llm", SLIPS, "--num-trials", "3", "--seed", "5",
-                   "--save-to", str(dest), *extra, env={"COLUMNS": "200"}).stdout
+    return run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        SLIPS,
+        "--num-trials",
+        "3",
+        "--seed",
+        "5",
+        "--save-to",
+        str(dest),
+        *extra,
+        env={"COLUMNS": "200"},
+    ).stdout
 
 
 def load(run_dir: Path) -> Results:
@@ -70,14 +83,30 @@ def test_full_has_the_grid_and_the_per_task_table(tmp_path: Path, monkeypatch: p
 
 def test_first_errors_are_one_per_cause_in_trial_order() -> None:
     def failed(n: int, message: str | None) -> SimulationRun:
-        return SimulationRun(id=f"t:{n}", task_id="t", trial=n, seed=n, messages=[], error=message,
-                             termination_reason=TerminationReason.INFRASTRUCTURE_ERROR)
+        return SimulationRun(
+            id=f"t:{n}",
+            task_id="t",
+            trial=n,
+            seed=n,
+            messages=[],
+            error=message,
+            termination_reason=TerminationReason.INFRASTRUCTURE_ERROR,
+        )
 
-    runs = [failed(0, None), failed(1, "timeout after 30 s\ntrace"), failed(2, "timeout after 30 s\nother"),
-            failed(3, "HTTP 500"), failed(4, "HTTP 429"), failed(5, "HTTP 400")]
+    runs = [
+        failed(0, None),
+        failed(1, "timeout after 30 s\ntrace"),
+        failed(2, "timeout after 30 s\nother"),
+        failed(3, "HTTP 500"),
+        failed(4, "HTTP 429"),
+        failed(5, "HTTP 400"),
+    ]
     found = first_errors(runs, limit=3)
-    assert [(e.run_id, e.message) for e in found] == [("t:1", "timeout after 30 s"), ("t:3", "HTTP 500"),
-                                                      ("t:4", "HTTP 429")]
+    assert [(e.run_id, e.message) for e in found] == [
+        ("t:1", "timeout after 30 s"),
+        ("t:3", "HTTP 500"),
+        ("t:4", "HTTP 429"),
+    ]
     assert found[0].termination == "infrastructure_error"
 
 
@@ -90,9 +119,25 @@ def spend(line: str, label: str) -> float:
 @pytest.mark.slow
 def test_a_budget_stop_keeps_this_invocations_spend_apart_and_counts_the_plan(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    args = ("run", "--domain", "airline", "--agent-llm", "scripted/oracle", "--user-llm", "scripted/user",
-            "--prices", str(DEMO_PRICES), "--max-cost", "0.4", "--num-tasks", "10", "--num-trials", "2",
-            "--save-to", str(run_dir))
+    args = (
+        "run",
+        "--domain",
+        "airline",
+        "--agent-llm",
+        "scripted/oracle",
+        "--user-llm",
+        "scripted/user",
+        "--prices",
+        str(DEMO_PRICES),
+        "--max-cost",
+        "0.4",
+        "--num-tasks",
+        "10",
+        "--num-trials",
+        "2",
+        "--save-to",
+        str(run_dir),
+    )
     first = run_cli(*args, env={"COLUMNS": "300"})
     done_first = load(run_dir).simulations
     assert 0 < len(done_first) < 20, "the budget must stop this run part way for the test to mean anything"

@@ -19,9 +19,24 @@ pytestmark = pytest.mark.slow
 
 
 def command(tmp_path: Path, num_tasks: int) -> list[str]:
-    return [sys.executable, "-m", "tauproxy_cli", "run", "--domain", "airline", "--num-tasks", str(num_tasks),
-            "--num-trials", "40", "--agent-llm", "scripted/oracle", "--cassette", str(tmp_path / "c"),
-            "--save-to", str(tmp_path / "run")]
+    return [
+        sys.executable,
+        "-m",
+        "tauproxy_cli",
+        "run",
+        "--domain",
+        "airline",
+        "--num-tasks",
+        str(num_tasks),
+        "--num-trials",
+        "40",
+        "--agent-llm",
+        "scripted/oracle",
+        "--cassette",
+        str(tmp_path / "c"),
+        "--save-to",
+        str(tmp_path / "run"),
+    ]
 
 
 def saved(tmp_path: Path) -> int:
@@ -43,8 +58,12 @@ def test_ctrl_c_saves_says_and_resumes(tmp_path: Path) -> None:
     assert "Traceback" not in err
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert len(results["simulations"]) == kept  # what report and view need
-    report = subprocess.run([sys.executable, "-m", "tauproxy_cli", "report", str(tmp_path / "run"), "--json"],
-                            capture_output=True, text=True, env=env)
+    report = subprocess.run(
+        [sys.executable, "-m", "tauproxy_cli", "report", str(tmp_path / "run"), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert report.returncode == 0, report.stderr
     # Resume a smaller selection: its finished trials are counted, not the whole directory's.
     first_task = sum(1 for sim in results["simulations"] if sim["task_id"] == results["tasks"][0]["id"])

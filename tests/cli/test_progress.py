@@ -26,11 +26,23 @@ def call(source: str, cost: float | None) -> CallRecord:
     return CallRecord(index=0, role="agent", model="m", key="k", sample_key="s", source=source, cost_usd=cost)
 
 
-def trial(task: str, n: int, reward: float | None, calls: list[CallRecord] | None = None,
-          termination: TerminationReason = TerminationReason.USER_STOP) -> SimulationRun:
-    return SimulationRun(id=f"{task}:{n}", task_id=task, trial=n, seed=n, termination_reason=termination,
-                         messages=[], reward_info=None if reward is None else RewardInfo(reward=reward),
-                         calls=calls or [])
+def trial(
+    task: str,
+    n: int,
+    reward: float | None,
+    calls: list[CallRecord] | None = None,
+    termination: TerminationReason = TerminationReason.USER_STOP,
+) -> SimulationRun:
+    return SimulationRun(
+        id=f"{task}:{n}",
+        task_id=task,
+        trial=n,
+        seed=n,
+        termination_reason=termination,
+        messages=[],
+        reward_info=None if reward is None else RewardInfo(reward=reward),
+        calls=calls or [],
+    )
 
 
 def test_before_the_first_trial_the_line_says_it_is_starting() -> None:
@@ -96,8 +108,17 @@ def test_hours_in_the_eta() -> None:
 
 @pytest.mark.slow
 def test_no_bar_without_a_terminal(tmp_path: Path) -> None:
-    proc = run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "2",
-                   "--save-to", str(tmp_path / "run"))
+    proc = run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle",
+        "--num-trials",
+        "2",
+        "--save-to",
+        str(tmp_path / "run"),
+    )
     assert "━" not in proc.stderr and "ETA" not in proc.stderr and "calls 0 live" not in proc.stderr
     assert proc.stderr.strip() == "", proc.stderr
     assert "pass^1" in proc.stdout
@@ -106,8 +127,22 @@ def test_no_bar_without_a_terminal(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_bar_shows_on_a_terminal(tmp_path: Path) -> None:
     prices = REPO_ROOT / "cassettes" / "demo-prices.json"
-    args = [tauproxy_bin(), "run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "2",
-            "--prices", str(prices), "--max-cost", "50", "--save-to", str(tmp_path / "run")]
+    args = [
+        tauproxy_bin(),
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle",
+        "--num-trials",
+        "2",
+        "--prices",
+        str(prices),
+        "--max-cost",
+        "50",
+        "--save-to",
+        str(tmp_path / "run"),
+    ]
     leader, follower = pty.openpty()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "COLUMNS": "200", "TERM": "xterm"}
     proc = subprocess.Popen(args, stdin=follower, stdout=follower, stderr=follower, env=env, close_fds=True)

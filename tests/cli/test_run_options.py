@@ -147,12 +147,25 @@ def test_typer_defaults_are_the_declared_defaults() -> None:
 
 def test_flags_reach_the_command() -> None:
     seen: list[tuple[RunFlags, bool]] = []
-    args = ["--seed", "7", "--solo", "--task-ids", "a,b", "--task-ids", "c", "--max-cost", "2.5",
-            "--agent-config", "agent.toml", "--json"]
+    args = [
+        "--seed",
+        "7",
+        "--solo",
+        "--task-ids",
+        "a,b",
+        "--task-ids",
+        "c",
+        "--max-cost",
+        "2.5",
+        "--agent-config",
+        "agent.toml",
+        "--json",
+    ]
     result = CliRunner().invoke(captured_app(seen), args)
     assert result.exit_code == 0, result.output
-    assert seen == [(RunFlags(seed=7, solo=True, task_ids=["a,b", "c"], max_cost=2.5,
-                              agent_config=Path("agent.toml")), True)]
+    assert seen == [
+        (RunFlags(seed=7, solo=True, task_ids=["a,b", "c"], max_cost=2.5, agent_config=Path("agent.toml")), True)
+    ]
 
 
 def test_minimums_are_enforced_by_the_flags() -> None:
@@ -197,9 +210,16 @@ def test_help_lists_every_option(command: str) -> None:
 
 def test_cli_start_does_not_import_run_config() -> None:
     """The reason RunFlags reads its defaults from tiny modules: `--help` must not import the engine."""
-    code = ("import sys, tauproxy_cli.main; "
-            "print(sorted(m for m in ('tauproxy.runner.config', 'tauproxy.engine.orchestrator', 'litellm') "
-            "if m in sys.modules))")
-    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    code = (
+        "import sys, tauproxy_cli.main; "
+        "print(sorted(m for m in ('tauproxy.runner.config', 'tauproxy.engine.orchestrator', 'litellm') "
+        "if m in sys.modules))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
     assert shown.stdout.strip() == "[]"

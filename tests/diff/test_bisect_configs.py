@@ -15,8 +15,11 @@ SLIPPING_MODEL = "scripted/oracle?error_rate=0.5"
 def versions(tmp_path: Path, count: int, first_bad: int | None) -> list[Path]:
     """v1..v<count>; each has its own prompt, and from v<first_bad> on the agent slips half its steps."""
     return [
-        write_config(tmp_path / f"v{n}.toml", SLIPPING_MODEL if first_bad and n >= first_bad else GOOD_MODEL,
-                     f"Prompt revision {n}: confirm before every change.")
+        write_config(
+            tmp_path / f"v{n}.toml",
+            SLIPPING_MODEL if first_bad and n >= first_bad else GOOD_MODEL,
+            f"Prompt revision {n}: confirm before every change.",
+        )
         for n in range(1, count + 1)
     ]
 
@@ -24,8 +27,20 @@ def versions(tmp_path: Path, count: int, first_bad: int | None) -> list[Path]:
 def test_bisect_names_v5_within_three_middle_evaluations(tmp_path: Path) -> None:
     configs = versions(tmp_path, 8, first_bad=5)
     runs = tmp_path / "runs"
-    proc = run_cli("bisect", "--configs", *map(str, configs), "--domain", "mock", "--num-trials", "2",
-                   "--cassette", str(tmp_path / "cassette"), "--runs-dir", str(runs), "--json")
+    proc = run_cli(
+        "bisect",
+        "--configs",
+        *map(str, configs),
+        "--domain",
+        "mock",
+        "--num-trials",
+        "2",
+        "--cassette",
+        str(tmp_path / "cassette"),
+        "--runs-dir",
+        str(runs),
+        "--json",
+    )
     result = json.loads(proc.stdout)
     assert result["status"] == "found"
     assert Path(result["first_bad"]).name == "v5.toml" and result["first_bad_position"] == 5

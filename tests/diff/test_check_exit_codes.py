@@ -73,6 +73,7 @@ def test_mostly_infrastructure_errors_cannot_be_tested(runs: dict[str, Path], tm
             for simulation in data["simulations"][:count]:
                 simulation["termination_reason"] = "infrastructure_error"
                 simulation["reward_info"] = None
+
         return edit
 
     mostly = tmp_path / "mostly"

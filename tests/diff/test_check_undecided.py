@@ -28,9 +28,11 @@ def check(run: Path, baseline: Path, *extra: str) -> tuple[int, dict[str, Any]]:
 
 @pytest.fixture()
 def runs(tmp_path: Path) -> dict[str, Path]:
-    return {"base": write(tmp_path / "base", BASE, cost=0.01),
-            "noisy": write(tmp_path / "noisy", NOISY, agent="other", seed0=500, cost=0.01),
-            "broken": write(tmp_path / "broken", {t: [0] * 4 for t in BASE}, agent="broken")}
+    return {
+        "base": write(tmp_path / "base", BASE, cost=0.01),
+        "noisy": write(tmp_path / "noisy", NOISY, agent="other", seed0=500, cost=0.01),
+        "broken": write(tmp_path / "broken", {t: [0] * 4 for t in BASE}, agent="broken"),
+    }
 
 
 def test_undecided_defaults_to_skip_and_the_flag_sets_the_exit_code(runs: dict[str, Path]) -> None:

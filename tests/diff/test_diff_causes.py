@@ -38,9 +38,14 @@ def stub_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pa
     with StubUpstream() as stub:
         stub.configure(noise=True)
         for name, config in (("a", one), ("b", two), ("c", one)):
-            flags = RunFlags(agent_config=config, agent_llm_args=stub_args(stub.url),
-                             task_ids=["create_task"], cassette=cassette, record_mode="record",
-                             save_to=root / name)
+            flags = RunFlags(
+                agent_config=config,
+                agent_llm_args=stub_args(stub.url),
+                task_ids=["create_task"],
+                cassette=cassette,
+                record_mode="record",
+                save_to=root / name,
+            )
             execute(build_run_config(flags))
             runs[name] = root / name
     set_reward(runs["a"], 1.0)
@@ -51,8 +56,14 @@ def test_model_change_is_model_or_params_changed(tmp_path: Path) -> None:
     common = ("--task-ids", "create_task,complete_task", "--num-trials", "2")
     a = run(tmp_path / "a", "--agent-llm", "scripted/oracle", *common)
     # temperature changes no scripted answer, but it is a changed sampling arg the detail must name.
-    b = run(tmp_path / "b", "--agent-llm", "scripted/oracle?error_rate=0.9", "--agent-llm-args",
-            '{"temperature": 0.7}', *common)
+    b = run(
+        tmp_path / "b",
+        "--agent-llm",
+        "scripted/oracle?error_rate=0.9",
+        "--agent-llm-args",
+        '{"temperature": 0.7}',
+        *common,
+    )
     diff = diff_json(a, b)
     assert diff["flips"], "error_rate=0.9 must fail some trial the oracle passes"
     assert diff["setting_changes"]["agent.llm"] == ["scripted/oracle", "scripted/oracle?error_rate=0.9"]

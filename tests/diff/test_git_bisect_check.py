@@ -29,15 +29,19 @@ exec "$TAUPROXY" check "$out" --baseline "$BASELINE" --max-drop 0.1
 
 
 # The user's own git config (signing, hooks, default branch) must not change what this test sees.
-GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
 
 
 def git(repo: Path, *args: str) -> str:
     env = {**os.environ, **GIT_ENV}
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
@@ -62,19 +66,37 @@ def test_git_bisect_run_names_the_first_bad_commit(tmp_path: Path) -> None:
     first = tmp_path / "v1.toml"
     first.write_text(agent_toml(1))
     baseline = tmp_path / "baseline"
-    run_cli("run", "--domain", "mock", "--agent-config", str(first), "--num-trials", "2",
-            "--cassette", str(cassette), "--save-to", str(baseline))
+    run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-config",
+        str(first),
+        "--num-trials",
+        "2",
+        "--cassette",
+        str(cassette),
+        "--save-to",
+        str(baseline),
+    )
     script = tmp_path / "step.sh"  # outside the repository, so checkouts never touch it
     script.write_text(STEP_SCRIPT)
     script.chmod(0o755)
     # The same `tauproxy` that run_cli runs (looked up now, as run_cli does).
-    env = {**os.environ, **GIT_ENV, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "TAUPROXY": conftest.tauproxy_bin(), "RUNS": str(runs), "CASSETTE": str(cassette),
-           "BASELINE": str(baseline)}
+    env = {
+        **os.environ,
+        **GIT_ENV,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "TAUPROXY": conftest.tauproxy_bin(),
+        "RUNS": str(runs),
+        "CASSETTE": str(cassette),
+        "BASELINE": str(baseline),
+    }
 
     git(repo, "bisect", "start", commits[-1], commits[0])
-    proc = subprocess.run(["git", "-C", str(repo), "bisect", "run", str(script)], capture_output=True,
-                          text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "bisect", "run", str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"{commits[FIRST_BAD - 1]} is the first bad commit" in proc.stdout
     git(repo, "bisect", "reset")

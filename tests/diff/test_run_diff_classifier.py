@@ -65,8 +65,7 @@ def test_other_judge_is_judge_changed(base: Results) -> None:
     def edit(results: Results) -> None:
         results.info.judge_info.llm = "scripted/judge-v2"
         run = judged(results)
-        run.calls = [c.model_copy(update={"key": "other" + c.key}) if c.role == "judge" else c
-                     for c in run.calls]
+        run.calls = [c.model_copy(update={"key": "other" + c.key}) if c.role == "judge" else c for c in run.calls]
         fail(run)
 
     [flip] = diff_runs(base, edited(base, edit)).flips

@@ -76,8 +76,19 @@ def test_an_unknown_task_is_an_error_naming_it(pair: tuple[Results, Results]) ->
 @pytest.mark.slow
 def test_the_cli_flags(tmp_path: Path) -> None:
     for name, agent in (("a", "scripted/oracle?error_rate=0.1"), ("b", "scripted/oracle?error_rate=0.6")):
-        run_cli("run", "--domain", "mock", "--agent-llm", agent, "--num-trials", "3", "--seed", "5",
-                "--save-to", str(tmp_path / name))
+        run_cli(
+            "run",
+            "--domain",
+            "mock",
+            "--agent-llm",
+            agent,
+            "--num-trials",
+            "3",
+            "--seed",
+            "5",
+            "--save-to",
+            str(tmp_path / name),
+        )
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     text = run_cli("diff", a, b, "--limit", "1").stdout
     assert len(flip_lines(text)) == 1 and "more flipped trials left out (--limit 1" in text

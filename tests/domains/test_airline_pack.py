@@ -141,9 +141,7 @@ def _each_task(shipped: list[dict[str, Any]], seed7: list[dict[str, Any]]) -> li
     return [*shipped, *seed7]
 
 
-def test_every_task_is_valid_for_the_task_model(
-    shipped: list[dict[str, Any]], seed7: list[dict[str, Any]]
-) -> None:
+def test_every_task_is_valid_for_the_task_model(shipped: list[dict[str, Any]], seed7: list[dict[str, Any]]) -> None:
     for task in _each_task(shipped, seed7):
         Task.model_validate(task)
 
@@ -184,19 +182,13 @@ def test_communicated_figures_come_from_tool_outputs_or_policy(
     for raw in _each_task(shipped, seed7):
         task = Task.model_validate(raw)
         env = Environment(pack, task)
-        outputs = " ".join(
-            _run(env, i, a.name, a.arguments) for i, a in enumerate(task.golden_actions())
-        ).lower()
+        outputs = " ".join(_run(env, i, a.name, a.arguments) for i, a in enumerate(task.golden_actions())).lower()
         for info in task.evaluation_criteria.communicate_info or []:
             needle = info.lower().removeprefix("$")
-            assert needle in outputs or info.lower() in policy, (
-                f"{task.id}: {info!r} is not backed by any output"
-            )
+            assert needle in outputs or info.lower() in policy, f"{task.id}: {info!r} is not backed by any output"
 
 
-def test_silence_fails_every_task(
-    pack: DomainPack, shipped: list[dict[str, Any]], seed7: list[dict[str, Any]]
-) -> None:
+def test_silence_fails_every_task(pack: DomainPack, shipped: list[dict[str, Any]], seed7: list[dict[str, Any]]) -> None:
     start_hash = pack.base_state.fresh().sha256()
     for raw in _each_task(shipped, seed7):
         task = Task.model_validate(raw)
@@ -244,9 +236,7 @@ def test_basic_economy_change_is_flagged_but_cabin_upgrade_is_not(pack: DomainPa
     )
     state = _state(pack)
     card = next(
-        p
-        for p, m in state.users[reservation["user_id"]]["payment_methods"].items()
-        if m["source"] == "credit_card"
+        p for p, m in state.users[reservation["user_id"]]["payment_methods"].items() if m["source"] == "credit_card"
     )
     flights = [{"flight_number": f["flight_number"], "date": f["date"]} for f in reservation["flights"]]
     args = {"reservation_id": reservation["reservation_id"], "flights": flights, "payment_id": card}
@@ -269,9 +259,7 @@ def test_bag_fee_follows_the_tier_allowance(pack: DomainPack) -> None:
     )
     state = _state(pack)
     card = next(
-        p
-        for p, m in state.users[reservation["user_id"]]["payment_methods"].items()
-        if m["source"] == "credit_card"
+        p for p, m in state.users[reservation["user_id"]]["payment_methods"].items() if m["source"] == "credit_card"
     )
     base = {"reservation_id": reservation["reservation_id"], "payment_id": card}
     assert tools.policy_check(
@@ -284,11 +272,7 @@ def test_bag_fee_follows_the_tier_allowance(pack: DomainPack) -> None:
 
 
 def test_booking_ids_are_deterministic(pack: DomainPack, shipped: list[dict[str, Any]]) -> None:
-    raw = next(
-        t
-        for t in shipped
-        if any(a["name"] == "book_reservation" for a in t["evaluation_criteria"]["actions"])
-    )
+    raw = next(t for t in shipped if any(a["name"] == "book_reservation" for a in t["evaluation_criteria"]["actions"]))
     booking = next(a for a in raw["evaluation_criteria"]["actions"] if a["name"] == "book_reservation")
     ids = []
     for _ in range(2):
@@ -348,21 +332,11 @@ def test_cancellation_windows(pack: DomainPack) -> None:
     assert verdict(old_insured, "medical") is None
 
 
-def test_booking_more_than_five_passengers_is_flagged(
-    pack: DomainPack, shipped: list[dict[str, Any]]
-) -> None:
-    raw = next(
-        t
-        for t in shipped
-        if any(a["name"] == "book_reservation" for a in t["evaluation_criteria"]["actions"])
-    )
-    args = next(a for a in raw["evaluation_criteria"]["actions"] if a["name"] == "book_reservation")[
-        "arguments"
-    ]
+def test_booking_more_than_five_passengers_is_flagged(pack: DomainPack, shipped: list[dict[str, Any]]) -> None:
+    raw = next(t for t in shipped if any(a["name"] == "book_reservation" for a in t["evaluation_criteria"]["actions"]))
+    args = next(a for a in raw["evaluation_criteria"]["actions"] if a["name"] == "book_reservation")["arguments"]
     crowd = [{"first_name": "Ann", "last_name": "Lee", "dob": "1990-01-01"}] * 6
-    assert "5 passengers" in (
-        tools.policy_check(_state(pack), "book_reservation", {**args, "passengers": crowd}) or ""
-    )
+    assert "5 passengers" in (tools.policy_check(_state(pack), "book_reservation", {**args, "passengers": crowd}) or "")
 
 
 # ---------------------------------------------------------------------------------------------- graded runs
@@ -390,18 +364,12 @@ def test_oracle_passes_silence_fails_and_violations_fail(pack: DomainPack) -> No
     for task in pack.tasks:
         criteria = task.evaluation_criteria
         assert criteria is not None and isinstance(task.description, dict)
-        golden = [
-            ToolCall(id=f"g{i}", name=a.name, arguments=a.arguments)
-            for i, a in enumerate(task.golden_actions())
-        ]
+        golden = [ToolCall(id=f"g{i}", name=a.name, arguments=a.arguments) for i, a in enumerate(task.golden_actions())]
         said = "All set. " + " ".join(criteria.communicate_info or [])
         assert _reward(pack, task, _conversation(pack, task, golden, said)) == 1.0, task.id
         silent_passes += _reward(pack, task, _conversation(pack, task, [], "Sorry, I cannot help.")) == 1.0
         forbidden = task.description.get("forbidden_actions", [])
         if forbidden:
-            extra = [
-                ToolCall(id=f"f{i}", name=c["name"], arguments=c["arguments"])
-                for i, c in enumerate(forbidden)
-            ]
+            extra = [ToolCall(id=f"f{i}", name=c["name"], arguments=c["arguments"]) for i, c in enumerate(forbidden)]
             assert _reward(pack, task, _conversation(pack, task, golden + extra, said)) == 0.0, task.id
     assert silent_passes <= len(pack.tasks) // 10

@@ -180,10 +180,7 @@ def test_every_intent_appears_in_the_shipped_set() -> None:
 
 def test_calculate_is_arithmetic_only(pack: DomainPack) -> None:
     env = Environment(pack)
-    assert (
-        env.execute(_call(0, "calculate", {"expression": "(49.99 + 12.5) * 2"}), "assistant").content
-        == "124.98"
-    )
+    assert env.execute(_call(0, "calculate", {"expression": "(49.99 + 12.5) * 2"}), "assistant").content == "124.98"
     for bad in ("__import__('os').getcwd()", "2 ** 1000", "1 / 0", "x + 1", "print(1)"):
         assert env.execute(_call(1, "calculate", {"expression": bad}), "assistant").error, bad
 
@@ -208,9 +205,7 @@ def test_name_zip_lookup_follows_an_address_change(pack: DomainPack) -> None:
 
 def test_tools_reject_impossible_input(pack: DomainPack) -> None:
     env = Environment(pack)
-    processed = next(
-        oid for oid in pack.base_state.ids("orders") if env.state.orders[oid]["status"] == "processed"
-    )
+    processed = next(oid for oid in pack.base_state.ids("orders") if env.state.orders[oid]["status"] == "processed")
     item = env.state.orders[processed]["items"][0]["item_id"]
     method = next(iter(env.state.users[env.state.orders[processed]["user_id"]]["payment_methods"]))
     args = {"order_id": processed, "item_ids": [item], "payment_method_id": method}

@@ -62,8 +62,15 @@ def test_pack_loads_with_both_tool_sets(pack: DomainPack) -> None:
     assert pack.is_dual_control and pack.user_policy
     agent = {f.name for f in pack.agent_tools()}
     user = {f.name for f in pack.user_tools()}
-    assert {"get_customer_by_phone", "make_payment", "resume_line", "enable_roaming", "add_data_topup",
-            "change_plan", "transfer_to_human_agents"} <= agent
+    assert {
+        "get_customer_by_phone",
+        "make_payment",
+        "resume_line",
+        "enable_roaming",
+        "add_data_topup",
+        "change_plan",
+        "transfer_to_human_agents",
+    } <= agent
     assert len(agent) >= 10 and len(user) >= 12
     assert len(pack.tasks) >= 40
 
@@ -124,9 +131,7 @@ def test_task_composition(pack: DomainPack, seed5_file: Path, which: str) -> Non
 
 
 @pytest.mark.parametrize("which", ["shipped", "seed5"])
-def test_golden_actions_solve_every_task_in_policy(
-    pack: DomainPack, seed5_file: Path, which: str
-) -> None:
+def test_golden_actions_solve_every_task_in_policy(pack: DomainPack, seed5_file: Path, which: str) -> None:
     for task in _tasks(pack, which, seed5_file):
         before = task.model_dump_json()
         env = Environment(pack, task)
@@ -169,11 +174,17 @@ USER_TOOL_CASES: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
     "toggle_mobile_data": ({"on": True}, {"mobile_data": False}, {"mobile_data": True}),
     "toggle_data_roaming": ({"on": True}, {"data_roaming": False}, {"data_roaming": True}),
     "set_network_mode": ({"mode": "4g_3g"}, {"network_mode": "2g_only"}, {"network_mode": "4g_3g"}),
-    "reset_apn_settings": ({}, {"apn": {"name": "wap.kestrel", "proxy": "10.0.0.172"}},
-                           {"apn": DEFAULT_APN, "apn_pending_restart": True}),
+    "reset_apn_settings": (
+        {},
+        {"apn": {"name": "wap.kestrel", "proxy": "10.0.0.172"}},
+        {"apn": DEFAULT_APN, "apn_pending_restart": True},
+    ),
     "reseat_sim_card": ({}, {"sim_seated": False}, {"sim_seated": True}),
-    "reboot_device": ({}, {"apn_pending_restart": True, "boot_count": 2},
-                      {"apn_pending_restart": False, "boot_count": 3}),
+    "reboot_device": (
+        {},
+        {"apn_pending_restart": True, "boot_count": 2},
+        {"apn_pending_restart": False, "boot_count": 3},
+    ),
     "toggle_wifi": ({"on": True}, {"wifi": False}, {"wifi": True}),
     "set_wifi_calling": ({"on": True}, {"wifi_calling": False}, {"wifi_calling": True}),
     "check_status_bar": ({}, {}, {}),
@@ -237,9 +248,7 @@ def test_line_suspension_kills_service(pack: DomainPack) -> None:
 
 @pytest.mark.parametrize("line_roaming", [False, True])
 @pytest.mark.parametrize("phone_roaming", [False, True])
-def test_data_abroad_needs_roaming_on_both_sides(
-    pack: DomainPack, line_roaming: bool, phone_roaming: bool
-) -> None:
+def test_data_abroad_needs_roaming_on_both_sides(pack: DomainPack, line_roaming: bool, phone_roaming: bool) -> None:
     env = _device_env(pack, data_roaming=phone_roaming)
     line = copy.deepcopy(env.state.lines["L10001"])
     line.update(plan_id="plan_smart15", roaming_enabled=line_roaming, data_used_gb=1.0, topups=[])
@@ -315,8 +324,9 @@ def test_tools_reject_impossible_input(pack: DomainPack) -> None:
 def test_oracle_with_scripted_user_passes_every_task(seed5_file: Path, which: str) -> None:
     tasks_file = None if which == "shipped" else seed5_file
     started = time.perf_counter()
-    outcome = execute(RunConfig(domain="telecom", agent=LLMConfig(model=ORACLE), user=LLMConfig(model=USER),
-                                tasks_file=tasks_file))
+    outcome = execute(
+        RunConfig(domain="telecom", agent=LLMConfig(model=ORACLE), user=LLMConfig(model=USER), tasks_file=tasks_file)
+    )
     runs = outcome.results.simulations
     failed = [(r.task_id, r.termination_reason.value) for r in runs if not is_success(r)]
     print(f"telecom oracle ({which}, {len(runs)} tasks): {time.perf_counter() - started:.2f} s")
@@ -326,7 +336,8 @@ def test_oracle_with_scripted_user_passes_every_task(seed5_file: Path, which: st
 @pytest.mark.parametrize("which", ["shipped", "seed5"])
 def test_silent_agent_passes_at_most_ten_percent(seed5_file: Path, which: str) -> None:
     tasks_file = None if which == "shipped" else seed5_file
-    outcome = execute(RunConfig(domain="telecom", agent=LLMConfig(model=SILENT), user=LLMConfig(model=USER),
-                                tasks_file=tasks_file))
+    outcome = execute(
+        RunConfig(domain="telecom", agent=LLMConfig(model=SILENT), user=LLMConfig(model=USER), tasks_file=tasks_file)
+    )
     runs = outcome.results.simulations
     assert sum(is_success(r) for r in runs) <= 0.1 * len(runs)

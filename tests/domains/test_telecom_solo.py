@@ -19,8 +19,13 @@ SKIP_USER = "scripted/oracle?skip_user=1"
 
 
 def _run(agent: str, *, solo: bool, num_trials: int = 1) -> Results:
-    config = RunConfig(domain="telecom", agent=LLMConfig(model=agent), user=LLMConfig(model="scripted/user"),
-                       solo=solo, num_trials=num_trials)
+    config = RunConfig(
+        domain="telecom",
+        agent=LLMConfig(model=agent),
+        user=LLMConfig(model="scripted/user"),
+        solo=solo,
+        num_trials=num_trials,
+    )
     return execute(config).results
 
 
@@ -86,8 +91,9 @@ def test_partial_rates_over_trials(skip_user_solo: Results) -> None:
 def test_mismatched_runs_are_refused(skip_user_dual: Results, skip_user_solo: Results) -> None:
     with pytest.raises(ValueError, match="solo"):
         coordination_report(skip_user_solo, skip_user_dual)
-    only_some = skip_user_solo.model_copy(update={"simulations": skip_user_solo.simulations[:5],
-                                                  "tasks": skip_user_solo.tasks[:5]})
+    only_some = skip_user_solo.model_copy(
+        update={"simulations": skip_user_solo.simulations[:5], "tasks": skip_user_solo.tasks[:5]}
+    )
     report = coordination_report(skip_user_dual, only_some)
     assert report["num_tasks"] == 5 and len(report["only_in_dual"]) == len(skip_user_dual.tasks) - 5
     assert "only in the dual run" in render_coordination(report)

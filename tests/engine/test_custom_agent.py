@@ -34,8 +34,19 @@ def test_custom_agent_runs_and_is_recorded(tmp_path: Path) -> None:
     agent = tmp_path / "my_agent.py"
     agent.write_text(AGENT_FILE)
     cassette = tmp_path / "cassette"
-    args = ["run", "--domain", "mock", "--agent-llm", "my-agent", "--agent-impl", f"{agent}:make",
-            "--num-trials", "2", "--cassette", str(cassette)]
+    args = [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "my-agent",
+        "--agent-impl",
+        f"{agent}:make",
+        "--num-trials",
+        "2",
+        "--cassette",
+        str(cassette),
+    ]
     run_cli(*args, "--save-to", str(tmp_path / "rec"))
     report = report_json(tmp_path / "rec")
     assert report["pass_hat_k"]["1"] == 1.0

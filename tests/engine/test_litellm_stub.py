@@ -11,8 +11,19 @@ from conftest import report_json, run_cli
 def test_mock_domain_runs_through_litellm_against_stub(tmp_path: Path, stub) -> None:
     run_dir = tmp_path / "live"
     args = json.dumps({"api_base": stub.url, "api_key": "sk-test-not-a-real-key", "num_retries": 0})
-    run_cli("run", "--domain", "mock", "--agent-llm", "openai/stub", "--agent-llm-args", args,
-            "--num-tasks", "3", "--save-to", str(run_dir))
+    run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        args,
+        "--num-tasks",
+        "3",
+        "--save-to",
+        str(run_dir),
+    )
     report = report_json(run_dir)
     assert report["num_tasks"] == 3
     assert report["calls"]["live"] > 0

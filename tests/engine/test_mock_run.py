@@ -14,8 +14,19 @@ from conftest import REPO_ROOT, load_stripped, report_json, run_cli
 
 def test_oracle_passes_every_trial(tmp_path: Path) -> None:
     run_dir = tmp_path / "oracle"
-    run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--user-llm", "scripted/user",
-            "--num-trials", "4", "--save-to", str(run_dir))
+    run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle",
+        "--user-llm",
+        "scripted/user",
+        "--num-trials",
+        "4",
+        "--save-to",
+        str(run_dir),
+    )
     report = report_json(run_dir)
     assert report["pass_hat_k"] == {"1": 1.0, "2": 1.0, "3": 1.0, "4": 1.0}
     assert report["num_tasks"] == 10 and report["num_trials"] == 4
@@ -25,8 +36,17 @@ def test_oracle_passes_every_trial(tmp_path: Path) -> None:
 
 def test_slips_make_pass_hat_k_fall_and_match_the_formula(tmp_path: Path) -> None:
     run_dir = tmp_path / "slips"
-    run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle?error_rate=0.3",
-            "--num-trials", "4", "--save-to", str(run_dir))
+    run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle?error_rate=0.3",
+        "--num-trials",
+        "4",
+        "--save-to",
+        str(run_dir),
+    )
     report = report_json(run_dir)
     pass_k = report["pass_hat_k"]
     assert pass_k["4"] < pass_k["1"]
@@ -41,8 +61,17 @@ def test_slips_make_pass_hat_k_fall_and_match_the_formula(tmp_path: Path) -> Non
 
 
 def test_same_command_twice_gives_identical_results(tmp_path: Path) -> None:
-    args = ["run", "--domain", "mock", "--agent-llm", "scripted/oracle?error_rate=0.3", "--num-trials", "3",
-            "--max-concurrency", "3"]
+    args = [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle?error_rate=0.3",
+        "--num-trials",
+        "3",
+        "--max-concurrency",
+        "3",
+    ]
     run_cli(*args, "--save-to", str(tmp_path / "a"))
     run_cli(*args, "--save-to", str(tmp_path / "b"))
     first, second = load_stripped(tmp_path / "a" / "results.json"), load_stripped(tmp_path / "b" / "results.json")
@@ -68,7 +97,7 @@ def test_malformed_tasks_file_names_file_and_field(tmp_path: Path) -> None:
     assert "tasks.json" in proc.stderr and "user_scenario" in proc.stderr and "move_due_date" in proc.stderr
     assert "Traceback" not in proc.stderr
 
-    (pack / "tasks.json").write_text("[{\"id\": ")
+    (pack / "tasks.json").write_text('[{"id": ')
     proc = run_cli("run", "--domain", str(pack), "--agent-llm", "scripted/oracle", check=False)
     assert proc.returncode != 0 and "not valid JSON" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -154,8 +154,12 @@ def test_client_fixture_cassette_names_marker_and_network_block(
     assert "SOURCE=live" in out and "REMOTE=" in out
     assert "REMOTE=NetworkBlockedError" not in out, "`once` recorded: nothing is blocked"
     shown = set(re.findall(r"CASSETTE=(\S+)", out))
-    assert shown == {str(root / "test_client"), str(root / "test_param[a-b]"),
-                     str(root / "TestGroup.test_in_class"), str(pytester.path / "cassettes" / "shared")}
+    assert shown == {
+        str(root / "test_client"),
+        str(root / "test_param[a-b]"),
+        str(root / "TestGroup.test_in_class"),
+        str(pytester.path / "cassettes" / "shared"),
+    }
     assert (root / "test_client" / "calls.jsonl").stat().st_size > 0
 
     local.setenv("CI", "1")
@@ -203,9 +207,12 @@ def test_a_bad_record_mode_is_a_usage_error(pytester: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "unknown record mode 'sometimes'" in result.stderr.str()
 
-    pytester.makepyfile(test_marked=(
-        "import pytest\n\n@pytest.mark.tauproxy(record_mode='sometimes')\n"
-        "def test_marked(tauproxy_record_mode):\n    pass\n"))
+    pytester.makepyfile(
+        test_marked=(
+            "import pytest\n\n@pytest.mark.tauproxy(record_mode='sometimes')\n"
+            "def test_marked(tauproxy_record_mode):\n    pass\n"
+        )
+    )
     marked = pytester.runpytest("test_marked.py")
     marked.assert_outcomes(errors=1)
     assert "@pytest.mark.tauproxy: unknown record mode 'sometimes'" in marked.stdout.str()

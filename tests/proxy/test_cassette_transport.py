@@ -69,9 +69,7 @@ def holding_one_call(tmp_path: Path) -> Cassette:
         (RecordMode.RECORD, False, "live", 1, 1),
     ],
 )
-def test_mode_table(
-    tmp_path: Path, mode: RecordMode, holds: bool, source: Any, live_calls: int, recorded: int
-) -> None:
+def test_mode_table(tmp_path: Path, mode: RecordMode, holds: bool, source: Any, live_calls: int, recorded: int) -> None:
     cassette = holding_one_call(tmp_path) if holds else Cassette.open(tmp_path / "c")
     live = MockTransport(echo)
     transport = layer(cassette, mode, live)
@@ -160,8 +158,9 @@ def test_a_recording_that_fails_is_never_answered(tmp_path: Path) -> None:
 
 def test_the_recorder_gets_the_call_whole(tmp_path: Path) -> None:
     kept: list[CallRecording] = []
-    transport = CassetteTransport(Cassette.open(tmp_path / "c"), RecordMode.AUTO, MockTransport(echo), PRICED,
-                                  recorder=kept.append)
+    transport = CassetteTransport(
+        Cassette.open(tmp_path / "c"), RecordMode.AUTO, MockTransport(echo), PRICED, recorder=kept.append
+    )
     call = call_for(request())
     transport.complete(call)
     [recording] = kept

@@ -26,8 +26,22 @@ def prices_file(tmp_path: Path, model: str = "openai/stub") -> Path:
 
 def live_run(url: str, tmp_path: Path, name: str, *extra: str) -> Path:
     run_dir = tmp_path / name
-    run_cli("run", "--domain", "mock", "--agent-llm", "openai/stub", "--agent-llm-args", stub_args(url),
-            "--num-tasks", "4", "--num-trials", "2", "--save-to", str(run_dir), *extra)
+    run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        stub_args(url),
+        "--num-tasks",
+        "4",
+        "--num-trials",
+        "2",
+        "--save-to",
+        str(run_dir),
+        *extra,
+    )
     return run_dir
 
 
@@ -35,8 +49,11 @@ def test_replay_costs_nothing_and_saves_the_recorded_amount(tmp_path: Path, stub
     prices = prices_file(tmp_path)
     cassette = tmp_path / "cassette"
     recorded = report_json(live_run(stub.url, tmp_path, "rec", "--cassette", str(cassette), "--prices", str(prices)))
-    replayed = report_json(live_run(stub.url, tmp_path, "rep", "--cassette", str(cassette), "--prices", str(prices),
-                                    "--record-mode", "replay"))
+    replayed = report_json(
+        live_run(
+            stub.url, tmp_path, "rep", "--cassette", str(cassette), "--prices", str(prices), "--record-mode", "replay"
+        )
+    )
     assert recorded["cost"]["live_usd"] > 0
     assert replayed["cost"]["live_usd"] == 0
     assert replayed["cost"]["replayed_usd"] == pytest.approx(recorded["cost"]["live_usd"], rel=1e-12)
@@ -49,7 +66,9 @@ def test_prices_file_cost_matches_hand_computation(tmp_path: Path, stub) -> None
     results = json.loads((run_dir / "results.json").read_text())
     by_hand = sum(
         c["usage"]["prompt_tokens"] * PRICE_IN + c["usage"]["completion_tokens"] * PRICE_OUT
-        for s in results["simulations"] for c in s["calls"] if c["model"] == "openai/stub"
+        for s in results["simulations"]
+        for c in s["calls"]
+        if c["model"] == "openai/stub"
     )
     assert by_hand > 0
     assert report_json(run_dir)["cost"]["live_usd"] == pytest.approx(by_hand, rel=1e-12)
@@ -80,8 +99,23 @@ def test_max_cost_stops_below_budget_and_resume_finishes(tmp_path: Path, stub) -
     full = report_json(live_run(stub.url, tmp_path, "full", "--prices", str(prices)))
     budget = full["cost"]["live_usd"] / 3
     run_dir = tmp_path / "budget"
-    args = ["run", "--domain", "mock", "--agent-llm", "openai/stub", "--agent-llm-args", stub_args(stub.url),
-            "--num-tasks", "4", "--num-trials", "2", "--prices", str(prices), "--save-to", str(run_dir)]
+    args = [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        stub_args(stub.url),
+        "--num-tasks",
+        "4",
+        "--num-trials",
+        "2",
+        "--prices",
+        str(prices),
+        "--save-to",
+        str(run_dir),
+    ]
     first = run_cli(*args, "--max-cost", str(budget))
     assert "budget" in first.stderr
     partial = report_json(run_dir)
@@ -94,8 +128,18 @@ def test_max_cost_stops_below_budget_and_resume_finishes(tmp_path: Path, stub) -
 
 def test_estimate_from_a_pilot_lands_near_the_real_cost(tmp_path: Path, stub) -> None:
     prices = prices_file(tmp_path)
-    common = ["--domain", "airline", "--agent-llm", "openai/stub", "--agent-llm-args", stub_args(stub.url),
-              "--num-trials", "2", "--prices", str(prices)]
+    common = [
+        "--domain",
+        "airline",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        stub_args(stub.url),
+        "--num-trials",
+        "2",
+        "--prices",
+        str(prices),
+    ]
     full_dir, pilot_dir = tmp_path / "full", tmp_path / "pilot"
     run_cli("run", *common, "--save-to", str(full_dir), "--max-concurrency", "4")
     actual = report_json(full_dir)["cost"]["live_usd"]

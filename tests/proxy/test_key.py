@@ -17,10 +17,13 @@ BASE: dict[str, Any] = {
     "messages": [
         {"role": "system", "content": "policy"},
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": None,
-         "tool_calls": [
-             {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1, \"b\": 2}"}}
-         ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1, "b": 2}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "ok"},
     ],
     "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
@@ -47,7 +50,7 @@ INCLUDED_CHANGES = [
     ("messages.1.content", "hello"),
     ("messages.1.role", "system"),
     ("messages.2.tool_calls.0.id", "c2"),
-    ("messages.2.tool_calls.0.function.arguments", "{\"a\": 1, \"b\": 3}"),
+    ("messages.2.tool_calls.0.function.arguments", '{"a": 1, "b": 3}'),
     ("messages.3.content", "not ok"),
     ("tools.0.function.name", "g"),
     ("tool_choice", "required"),
@@ -69,7 +72,7 @@ EXCLUDED_CHANGES = [
     ("metadata", {"run": "x"}),
     ("stream", True),
     ("user", "someone"),
-    ("messages.2.tool_calls.0.function.arguments", "{\"b\":2,\"a\":1}"),  # same arguments, other text
+    ("messages.2.tool_calls.0.function.arguments", '{"b":2,"a":1}'),  # same arguments, other text
     ("messages.2.content", None),
 ]
 
@@ -99,8 +102,18 @@ def test_excluded_set_is_what_the_docstring_lists() -> None:
 def test_sample_identity_separates_trials_seeds_and_occurrences() -> None:
     key = request_key(BASE)
     base = sample_key(key, 7, "t", 0, 0)
-    assert len({base, sample_key(key, 8, "t", 0, 0), sample_key(key, 7, "t", 1, 0),
-                sample_key(key, 7, "u", 0, 0), sample_key(key, 7, "t", 0, 1)}) == 5
+    assert (
+        len(
+            {
+                base,
+                sample_key(key, 8, "t", 0, 0),
+                sample_key(key, 7, "t", 1, 0),
+                sample_key(key, 7, "u", 0, 0),
+                sample_key(key, 7, "t", 0, 1),
+            }
+        )
+        == 5
+    )
 
 
 def test_connection_settings_never_reach_the_wire() -> None:
@@ -113,7 +126,7 @@ def test_connection_settings_never_reach_the_wire() -> None:
     wire = request_to_wire(request)
     text = str(wire)
     assert "sk-secret" not in text and "sk-leak" not in text and "http://x" not in text
-    assert wire["messages"][0]["tool_calls"][0]["function"]["arguments"] == "{\"a\":2,\"b\":1}"
+    assert wire["messages"][0]["tool_calls"][0]["function"]["arguments"] == '{"a":2,"b":1}'
 
 
 def test_conversation_keys_are_request_keys_as_a_conversation_grows_forks_and_changes() -> None:

@@ -76,8 +76,21 @@ def _comparable(run_dir: Path) -> dict[str, Any]:
 @requires_extra
 def test_recorded_local_run_replays_identically_with_no_live_calls(tmp_path: Path) -> None:
     cassette, first, second = tmp_path / "cassette", tmp_path / "r1", tmp_path / "r2"
-    args = ["run", "--domain", "mock", "--agent-llm", MODEL, "--user-llm", "scripted/user",
-            "--num-trials", "2", "--num-tasks", "3", "--cassette", str(cassette)]
+    args = [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        MODEL,
+        "--user-llm",
+        "scripted/user",
+        "--num-trials",
+        "2",
+        "--num-tasks",
+        "3",
+        "--cassette",
+        str(cassette),
+    ]
     # One thread: on a busy 2-core machine (a test suite shares it) two spinning llama.cpp threads are
     # several times slower than one, and the answers do not depend on the thread count.
     env = {"TAUPROXY_LOCAL_THREADS": "1"}
@@ -87,8 +100,9 @@ def test_recorded_local_run_replays_identically_with_no_live_calls(tmp_path: Pat
     recorded, replayed = _comparable(first), _comparable(second)
     assert recorded["simulations"], "the comparison must cover real trials"
     assert replayed == recorded
-    agent_calls = [c for s in load_stripped(first / "results.json")["simulations"] for c in s["calls"]
-                   if c["role"] == "agent"]
+    agent_calls = [
+        c for s in load_stripped(first / "results.json")["simulations"] for c in s["calls"] if c["role"] == "agent"
+    ]
     assert agent_calls and all(c["source"] == "live" for c in agent_calls)
     assert report_json(second)["calls"]["live"] == 0
 
@@ -122,8 +136,10 @@ def test_seeded_sampling_is_repeatable() -> None:
 def test_a_pattern_llama_cpp_cannot_parse_is_dropped_instead_of_crashing() -> None:
     # Handed to the sampler unchecked, this grammar is a null pointer and the process segfaults.
     odd = {"type": "string", "pattern": r"^a\Sb$"}
-    tool = {"type": "function", "function": {"name": "f", "parameters": {
-        "type": "object", "properties": {"x": odd}, "required": ["x"]}}}
+    tool = {
+        "type": "function",
+        "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": odd}, "required": ["x"]}},
+    }
     call = _agent_call()
     request = call.request.model_copy(update={"tools": [*call.request.tools, ToolSchema.model_validate(tool)]})
     client = ModelClient(LocalTransport(), Pricing(), TrialScope(task_id="t", trial=0))
@@ -151,10 +167,12 @@ def test_free_strings_get_a_length_bound_and_the_request_is_untouched() -> None:
 
 def test_tool_results_are_shown_to_the_template_as_user_turns() -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "get_task", "arguments": "{}"}}
-    rendered = template_messages([
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "content": '{"title": "x"}', "tool_call_id": "c1"},
-    ])
+    rendered = template_messages(
+        [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "content": '{"title": "x"}', "tool_call_id": "c1"},
+        ]
+    )
     assert rendered[1] == {"role": "user", "content": 'functions.get_task returned:\n{"title": "x"}'}
 
 

@@ -22,8 +22,22 @@ def agent_args(url: str) -> str:
 
 
 def record_args(url: str, cassette: Path, run_dir: Path, *extra: str) -> list[str]:
-    return ["run", "--domain", "mock", "--agent-llm", "openai/stub", "--agent-llm-args", agent_args(url),
-            "--num-trials", "4", "--cassette", str(cassette), "--save-to", str(run_dir), *extra]
+    return [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        agent_args(url),
+        "--num-trials",
+        "4",
+        "--cassette",
+        str(cassette),
+        "--save-to",
+        str(run_dir),
+        *extra,
+    ]
 
 
 def comparable(path: Path) -> object:
@@ -62,7 +76,8 @@ def test_four_trials_are_four_samples(tmp_path: Path, stub) -> None:
     for task_id in {s["task_id"] for s in results["simulations"]}:
         first_agent_calls = [
             next(c for c in s["calls"] if c["role"] == "agent")
-            for s in results["simulations"] if s["task_id"] == task_id
+            for s in results["simulations"]
+            if s["task_id"] == task_id
         ]
         assert len({c["sample_key"] for c in first_agent_calls}) == 4
     entries = Cassette.open(cassette, create=False).entries()
@@ -72,8 +87,21 @@ def test_four_trials_are_four_samples(tmp_path: Path, stub) -> None:
 
 def test_prompt_change_misses_agent_calls_only(tmp_path: Path, stub) -> None:
     cassette = tmp_path / "cassette"
-    base = ["run", "--domain", "mock", "--agent-llm", "openai/stub", "--agent-llm-args", agent_args(stub.url),
-            "--num-trials", "2", "--num-tasks", "4", "--cassette", str(cassette)]
+    base = [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        agent_args(stub.url),
+        "--num-trials",
+        "2",
+        "--num-tasks",
+        "4",
+        "--cassette",
+        str(cassette),
+    ]
     run_cli(*base, "--save-to", str(tmp_path / "base"))
     config = tmp_path / "agent.toml"
     config.write_text('model = "openai/stub"\nsystem_prompt = "Always double-check ids."\n')
@@ -92,10 +120,25 @@ def test_judge_change_misses_judge_calls_only(tmp_path: Path, stub) -> None:
     cassette = tmp_path / "cassette"
 
     def run(judge: str, name: str) -> dict:
-        run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle",
-                "--task-ids", "explain_order,count_open_tasks", "--num-trials", "2",
-                "--judge-llm", judge, "--judge-llm-args", agent_args(stub.url),
-                "--cassette", str(cassette), "--save-to", str(tmp_path / name))
+        run_cli(
+            "run",
+            "--domain",
+            "mock",
+            "--agent-llm",
+            "scripted/oracle",
+            "--task-ids",
+            "explain_order,count_open_tasks",
+            "--num-trials",
+            "2",
+            "--judge-llm",
+            judge,
+            "--judge-llm-args",
+            agent_args(stub.url),
+            "--cassette",
+            str(cassette),
+            "--save-to",
+            str(tmp_path / name),
+        )
         return report_json(tmp_path / name)
 
     run("openai/stub-judge", "first")
@@ -136,9 +179,22 @@ def test_kill_9_loses_nothing_finished(tmp_path: Path, stub) -> None:
 def test_secret_never_written(tmp_path: Path, stub) -> None:
     secret = "sk-test-SECRET-0123456789abcdef"
     args = json.dumps({"api_base": stub.url, "num_retries": 0})
-    run_cli("run", "--domain", "mock", "--agent-llm", "openai/stub", "--agent-llm-args", args, "--num-tasks", "3",
-            "--cassette", str(tmp_path / "cassette"), "--save-to", str(tmp_path / "run"),
-            env={"OPENAI_API_KEY": secret})
+    run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        args,
+        "--num-tasks",
+        "3",
+        "--cassette",
+        str(tmp_path / "cassette"),
+        "--save-to",
+        str(tmp_path / "run"),
+        env={"OPENAI_API_KEY": secret},
+    )
     assert any(h.get("authorization") == f"Bearer {secret}" for h in stub.request_headers), "the key was used"
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert written
@@ -148,28 +204,51 @@ def test_secret_never_written(tmp_path: Path, stub) -> None:
 
 def test_replay_works_with_litellm_blocked(tmp_path: Path) -> None:
     cassette = tmp_path / "cassette"
-    args = ["run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "2",
-            "--cassette", str(cassette)]
+    args = [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle",
+        "--num-trials",
+        "2",
+        "--cassette",
+        str(cassette),
+    ]
     run_cli(*args, "--save-to", str(tmp_path / "rec"))
     blocker = tmp_path / "blocker"
     (blocker / "litellm").mkdir(parents=True)
     (blocker / "litellm" / "__init__.py").write_text("raise ImportError('litellm is blocked in this test')\n")
     run_cli(*args, "--record-mode", "replay", "--save-to", str(tmp_path / "rep"), env={"PYTHONPATH": str(blocker)})
     assert report_json(tmp_path / "rep")["calls"]["live"] == 0
-    probe = subprocess.run([sys.executable, "-c", "import litellm"], env={**os.environ, "PYTHONPATH": str(blocker)},
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import litellm"],
+        env={**os.environ, "PYTHONPATH": str(blocker)},
+        capture_output=True,
+        text=True,
+    )
     assert probe.returncode != 0, "the blocker must really block the import"
 
 
 def test_replay_miss_names_the_call_and_the_difference(tmp_path: Path) -> None:
     cassette = tmp_path / "cassette"
-    base = ["run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--task-ids", "create_task",
-            "--cassette", str(cassette)]
+    base = [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle",
+        "--task-ids",
+        "create_task",
+        "--cassette",
+        str(cassette),
+    ]
     run_cli(*base, "--save-to", str(tmp_path / "rec"))
     config = tmp_path / "agent.toml"
     config.write_text('model = "scripted/oracle"\nsystem_prompt = "Be terse."\n')
-    proc = run_cli(*base, "--agent-config", str(config), "--record-mode", "replay", "--save-to", str(tmp_path / "rep"),
-                   check=False)
+    proc = run_cli(
+        *base, "--agent-config", str(config), "--record-mode", "replay", "--save-to", str(tmp_path / "rep"), check=False
+    )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     message = proc.stderr
     assert "create_task" in message and "trial 0" in message and "call #1 (agent)" in message
@@ -178,8 +257,17 @@ def test_replay_miss_names_the_call_and_the_difference(tmp_path: Path) -> None:
 
 def test_vcrpy_mode_names_are_aliases(tmp_path: Path) -> None:
     cassette = tmp_path / "cassette"
-    args = ["run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-tasks", "2",
-            "--cassette", str(cassette)]
+    args = [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle",
+        "--num-tasks",
+        "2",
+        "--cassette",
+        str(cassette),
+    ]
     run_cli(*args, "--record-mode", "once", "--save-to", str(tmp_path / "a"))
     run_cli(*args, "--record-mode", "none", "--save-to", str(tmp_path / "b"))
     assert report_json(tmp_path / "b")["calls"]["live"] == 0

@@ -46,8 +46,22 @@ def agent_args(url: str) -> str:
 
 
 def run_args(domain: str, url: str, cassette: Path, save_to: Path, *extra: str) -> list[str]:
-    args = ["run", "--domain", domain, "--agent-llm", "openai/stub", "--agent-llm-args", agent_args(url),
-            "--num-trials", TRIALS, "--cassette", str(cassette), "--save-to", str(save_to), *extra]
+    args = [
+        "run",
+        "--domain",
+        domain,
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        agent_args(url),
+        "--num-trials",
+        TRIALS,
+        "--cassette",
+        str(cassette),
+        "--save-to",
+        str(save_to),
+        *extra,
+    ]
     if domain == "airline":
         args += ["--num-tasks", AIRLINE_TASKS]
     return args
@@ -121,14 +135,27 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
             stub.configure(delay_s=0.01)
             for domain, limit in (("mock", "1"), ("airline", "2")):
                 counter.peak = 0
-                run_cli(*run_args(domain, stub.url, tmp / f"{domain}-ray.cas", tmp / f"{domain}-ray"),
-                        "--record-mode", "record", "--executor", "ray", "--ray-address", address,
-                        "--max-concurrency", limit)
+                run_cli(
+                    *run_args(domain, stub.url, tmp / f"{domain}-ray.cas", tmp / f"{domain}-ray"),
+                    "--record-mode",
+                    "record",
+                    "--executor",
+                    "ray",
+                    "--ray-address",
+                    address,
+                    "--max-concurrency",
+                    limit,
+                )
                 peaks[domain] = counter.peak
             stub.configure(delay_s=0)
             for domain in ("mock", "airline"):
-                run_cli(*run_args(domain, stub.url, tmp / f"{domain}-thread.cas", tmp / f"{domain}-thread"),
-                        "--record-mode", "record", "--max-concurrency", "2")
+                run_cli(
+                    *run_args(domain, stub.url, tmp / f"{domain}-thread.cas", tmp / f"{domain}-thread"),
+                    "--record-mode",
+                    "record",
+                    "--max-concurrency",
+                    "2",
+                )
             yield Recorded(tmp, stub.url, stub, address, peaks)
         finally:
             stub.stop()
@@ -161,8 +188,15 @@ def test_replay_on_ray_from_the_shipped_snapshot(recorded: Recorded) -> None:
     """Workers replay from the bytes the driver shipped: strict replay on Ray, nothing live."""
     tmp = recorded.tmp
     before = recorded.stub.request_count
-    run_cli(*run_args("mock", recorded.url, tmp / "mock-ray.cas", tmp / "mock-ray-replay"),
-            "--record-mode", "replay", "--executor", "ray", "--ray-address", recorded.address)
+    run_cli(
+        *run_args("mock", recorded.url, tmp / "mock-ray.cas", tmp / "mock-ray-replay"),
+        "--record-mode",
+        "replay",
+        "--executor",
+        "ray",
+        "--ray-address",
+        recorded.address,
+    )
     assert recorded.stub.request_count == before
     assert comparable(tmp / "mock-ray-replay" / "results.json") == comparable(tmp / "mock-thread" / "results.json")
     assert report_json(tmp / "mock-ray-replay")["calls"]["live"] == 0
@@ -173,9 +207,20 @@ def test_replay_miss_on_ray_is_a_plain_error(recorded: Recorded) -> None:
     tmp = recorded.tmp
     prompt = tmp / "agent.toml"
     prompt.write_text('model = "openai/stub"\nsystem_prompt = "Always double-check ids."\n')
-    proc = run_cli(*run_args("mock", recorded.url, tmp / "mock-ray.cas", tmp / "mock-miss"),
-                   "--agent-config", str(prompt), "--record-mode", "replay", "--num-tasks", "1",
-                   "--executor", "ray", "--ray-address", recorded.address, check=False)
+    proc = run_cli(
+        *run_args("mock", recorded.url, tmp / "mock-ray.cas", tmp / "mock-miss"),
+        "--agent-config",
+        str(prompt),
+        "--record-mode",
+        "replay",
+        "--num-tasks",
+        "1",
+        "--executor",
+        "ray",
+        "--ray-address",
+        recorded.address,
+        check=False,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "replay miss" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -193,8 +238,14 @@ def test_killed_worker_loses_no_recorded_call(recorded: Recorded, tmp_path: Path
     stub = recorded.stub
     before = stub.request_count
     # No --ray-address: the run starts (and stops) its own local instance.
-    run_cli(*run_args("mock", recorded.url, cassette, run_dir), "--num-tasks", "4", "--executor", "ray",
-            env={"TAUPROXY_TEST_KILL_TRIAL": KILLED})
+    run_cli(
+        *run_args("mock", recorded.url, cassette, run_dir),
+        "--num-tasks",
+        "4",
+        "--executor",
+        "ray",
+        env={"TAUPROXY_TEST_KILL_TRIAL": KILLED},
+    )
     results = json.loads((run_dir / "results.json").read_text())
     assert len(results["simulations"]) == 8
     assert all(s["termination_reason"] != "infrastructure_error" for s in results["simulations"])
@@ -220,13 +271,32 @@ def test_max_cost_holds_on_ray_and_a_thread_run_resumes(recorded: Recorded, tmp_
     prices.write_text(json.dumps({"openai/stub": price}))
     thread = json.loads((recorded.tmp / "mock-thread" / "results.json").read_text())
     first_four = [t["id"] for t in thread["tasks"][:4]]
-    full = sum(c["usage"]["prompt_tokens"] * price_in + c["usage"]["completion_tokens"] * price_out
-               for s in thread["simulations"] if s["task_id"] in first_four
-               for c in s["calls"] if c["model"] == "openai/stub")
+    full = sum(
+        c["usage"]["prompt_tokens"] * price_in + c["usage"]["completion_tokens"] * price_out
+        for s in thread["simulations"]
+        if s["task_id"] in first_four
+        for c in s["calls"]
+        if c["model"] == "openai/stub"
+    )
     budget = full / 3
     run_dir = tmp_path / "budget"
-    args = ["run", "--domain", "mock", "--agent-llm", "openai/stub", "--agent-llm-args", agent_args(recorded.url),
-            "--num-tasks", "4", "--num-trials", TRIALS, "--prices", str(prices), "--save-to", str(run_dir)]
+    args = [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "openai/stub",
+        "--agent-llm-args",
+        agent_args(recorded.url),
+        "--num-tasks",
+        "4",
+        "--num-trials",
+        TRIALS,
+        "--prices",
+        str(prices),
+        "--save-to",
+        str(run_dir),
+    ]
     first = run_cli(*args, "--max-cost", str(budget), "--executor", "ray", "--ray-address", recorded.address)
     assert "budget" in first.stderr
     partial = report_json(run_dir)
@@ -239,9 +309,20 @@ def test_max_cost_holds_on_ray_and_a_thread_run_resumes(recorded: Recorded, tmp_
 def test_without_ray_installed_one_line_hint(tmp_path: Path) -> None:
     shim = tmp_path / "shim" / "ray"
     shim.mkdir(parents=True)
-    (shim / "__init__.py").write_text('raise ImportError("No module named \'ray\' (blocked by the test)")\n')
-    proc = run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-tasks", "1",
-                   "--executor", "ray", check=False, env={"PYTHONPATH": str(shim.parent)})
+    (shim / "__init__.py").write_text("raise ImportError(\"No module named 'ray' (blocked by the test)\")\n")
+    proc = run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle",
+        "--num-tasks",
+        "1",
+        "--executor",
+        "ray",
+        check=False,
+        env={"PYTHONPATH": str(shim.parent)},
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install 'tauproxy[ray]'" in lines[0], proc.stderr

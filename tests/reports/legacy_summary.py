@@ -111,8 +111,12 @@ def _cost_summary(runs: list[SimulationRun]) -> dict[str, Any]:
 
     def split(table: dict[str, dict[str, _Tally]]) -> dict[str, Any]:
         return {
-            name: {"live_usd": t["live"].dump()["usd"], "replayed_usd": t["replayed"].dump()["usd"],
-                   "live": t["live"].dump(), "replayed": t["replayed"].dump()}
+            name: {
+                "live_usd": t["live"].dump()["usd"],
+                "replayed_usd": t["replayed"].dump()["usd"],
+                "live": t["live"].dump(),
+                "replayed": t["replayed"].dump(),
+            }
             for name, t in sorted(table.items())
         }
 

@@ -20,10 +20,21 @@ TAU2_SIMULATIONS = FIXTURES / "tau2-airline-50x4-silent-stub.json"
 TAU2_METRICS = FIXTURES / "tau2-airline-50x4-silent-stub_results.json"
 
 
-def mock_run(dest: Path, *, trials: int, seed: int = 300, agent: str = SLIPS,
-             extra: tuple[str, ...] = ()) -> Path:
-    run_cli("run", "--domain", "mock", "--agent-llm", agent, "--num-trials", str(trials), "--seed", str(seed),
-            "--save-to", str(dest), *extra)
+def mock_run(dest: Path, *, trials: int, seed: int = 300, agent: str = SLIPS, extra: tuple[str, ...] = ()) -> Path:
+    run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        agent,
+        "--num-trials",
+        str(trials),
+        "--seed",
+        str(seed),
+        "--save-to",
+        str(dest),
+        *extra,
+    )
     return dest
 
 
@@ -38,16 +49,32 @@ def tau2_fixture() -> Path:
     return TAU2_SIMULATIONS
 
 
-def tiny_results(content: str = "hi", task_id: str | None = None,
-                 calls: list[CallRecord] | None = None) -> Results:
+def tiny_results(content: str = "hi", task_id: str | None = None, calls: list[CallRecord] | None = None) -> Results:
     """A one-trial Results on the mock domain's first task, built without running anything."""
     task = load_pack("mock").tasks[0]
     if task_id is not None:
         task = task.model_copy(update={"id": task_id})
-    info = RunInfo(tauproxy_version="0", domain="mock", domain_sha256="x" * 64, num_trials=1, seed=1,
-                   trial_seeds=[3], max_steps=10, max_errors=3, agent_info=ModelInfo(llm="agent-model"),
-                   user_info=ModelInfo(llm="user-model"), judge_info=ModelInfo(llm="judge-model"))
-    run = SimulationRun(id=f"{task.id}:0", task_id=task.id, trial=0, seed=3, termination_reason="user_stop",
-                        messages=[Message(role="assistant", content=content)],
-                        reward_info=RewardInfo(reward=1.0), calls=calls or [])
+    info = RunInfo(
+        tauproxy_version="0",
+        domain="mock",
+        domain_sha256="x" * 64,
+        num_trials=1,
+        seed=1,
+        trial_seeds=[3],
+        max_steps=10,
+        max_errors=3,
+        agent_info=ModelInfo(llm="agent-model"),
+        user_info=ModelInfo(llm="user-model"),
+        judge_info=ModelInfo(llm="judge-model"),
+    )
+    run = SimulationRun(
+        id=f"{task.id}:0",
+        task_id=task.id,
+        trial=0,
+        seed=3,
+        termination_reason="user_stop",
+        messages=[Message(role="assistant", content=content)],
+        reward_info=RewardInfo(reward=1.0),
+        calls=calls or [],
+    )
     return Results(timestamp="t", info=info, tasks=[task], simulations=[run])

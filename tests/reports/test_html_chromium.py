@@ -27,10 +27,24 @@ from tauproxy.reports.metrics import is_success
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = next((c for c in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
-                 if c and Path(c).exists()), None)
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--enable-logging=stderr", "--v=0")
+CHROMIUM = next(
+    (
+        c
+        for c in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
+        if c and Path(c).exists()
+    ),
+    None,
+)
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--enable-logging=stderr",
+    "--v=0",
+)
 _CONSOLE = re.compile(r":CONSOLE[:(\]]|Uncaught")
 CHART_IDS = ("chart-pass-hat-k", "chart-pass-hat-k-band", "chart-pass-hat-k-line", "chart-cost-by-role")
 
@@ -47,8 +61,13 @@ def needs_chromium() -> None:
 def chromium(profile: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
     assert CHROMIUM is not None
     try:
-        return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args, url],
-                              capture_output=True, text=True, timeout=120, check=False)
+        return subprocess.run(
+            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args, url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"chromium did not finish rendering {url} within 120 s")
 
@@ -61,8 +80,7 @@ def test_the_console_detector_catches_a_page_that_throws(tmp_path: Path) -> None
     bad = tmp_path / "bad.html"
     bad.write_text("<!DOCTYPE html><p>x</p><script>throw new Error('deliberate boom');</script>")
     good = tmp_path / "good.html"
-    good.write_text("<!DOCTYPE html><p id='x'>x</p>"
-                    "<script>document.getElementById('x').textContent='ok'</script>")
+    good.write_text("<!DOCTYPE html><p id='x'>x</p><script>document.getElementById('x').textContent='ok'</script>")
 
     thrown = chromium(tmp_path / "profile-bad", bad.as_uri(), "--dump-dom")
     problems = console_problems(thrown.stderr)
@@ -119,7 +137,7 @@ def test_report_renders_charts_and_runs_its_script_cleanly(report: tuple[Path, R
     dom = dom_of(tmp_path, page.as_uri())
     for chart in CHART_IDS:
         assert f'id="{chart}"' in dom, chart
-    assert "<details class=\"trial\" open" not in dom, "nothing opens without an anchor"
+    assert '<details class="trial" open' not in dom, "nothing opens without an anchor"
     assert '<div id="controls">' in dom, "the script shows the controls"
     assert not any("hidden" in tag for tag in sections(dom).values()), "no filter: every trajectory shows"
     assert len(sections(dom)) == len(results.simulations)
@@ -160,11 +178,17 @@ def test_search_keeps_the_trajectories_that_contain_the_text(report: tuple[Path,
     # The text of each trajectory as the page holds it (what the script searches), and a word that
     # some trajectories contain and others do not.
     html = page.read_text()
-    texts = {name: unescape(re.sub(r"<[^>]+>", "", chunk)).lower() for name, chunk in re.findall(
-        r'<section class="trajectory" id="([^"]+)".*?>(.*?)</section>', html, re.S)}
+    texts = {
+        name: unescape(re.sub(r"<[^>]+>", "", chunk)).lower()
+        for name, chunk in re.findall(r'<section class="trajectory" id="([^"]+)".*?>(.*?)</section>', html, re.S)
+    }
     assert len(texts) == len(results.simulations)
-    word = next(w for text in texts.values() for w in sorted(set(re.findall(r"[a-z]{6,}", text)))
-                if 0 < sum(w in other for other in texts.values()) < len(texts) / 2)
+    word = next(
+        w
+        for text in texts.values()
+        for w in sorted(set(re.findall(r"[a-z]{6,}", text)))
+        if 0 < sum(w in other for other in texts.values()) < len(texts) / 2
+    )
     expected = {name for name, text in texts.items() if word in text}
     dom = dom_of(tmp_path, f"{page.as_uri()}?q={word.upper()}")
     shown = {name for name, tag in sections(dom).items() if "hidden" not in tag}

@@ -57,8 +57,16 @@ def test_charts_grid_links_and_header(tmp_path: Path) -> None:
     assert {f"trial-{s['task_id']}-{s['trial']}" for s in simulations} == ids, "readable, stable anchors"
     assert page.count('<details class="trial">') == len(simulations)
     info = results_json(run_dir)["info"]
-    facts = ["scripted/oracle?error_rate=0.3", "scripted/user", "scripted/judge", info["price_source"],
-             info["tauproxy_version"], info["domain_sha256"], str(info["seed"]), str(info["trial_seeds"][1])]
+    facts = [
+        "scripted/oracle?error_rate=0.3",
+        "scripted/user",
+        "scripted/judge",
+        info["price_source"],
+        info["tauproxy_version"],
+        info["domain_sha256"],
+        str(info["seed"]),
+        str(info["trial_seeds"][1]),
+    ]
     header = unescape(page.split("</header>")[0])
     for fact in facts:
         assert fact in header, fact
@@ -96,19 +104,24 @@ def test_tool_results_are_pretty_printed_and_long_ones_fold() -> None:
     long = {"items": [{"id": f"t{i}", "title": "ñ write"} for i in range(20)]}
     results = tiny_results()
     run = results.simulations[0]
-    calls = [ToolCall(id="c1", name="get_task", arguments={"id": "t1"}),
-             ToolCall(id="c2", name="list_tasks", arguments={})]
-    run.messages = [Message(role="assistant", tool_calls=calls),
-                    Message(role="tool", tool_call_id="c1", content=json.dumps(short)),
-                    Message(role="tool", tool_call_id="c2", content=json.dumps(long)),
-                    Message(role="tool", tool_call_id="c2", content="plain words, not JSON {")]
+    calls = [
+        ToolCall(id="c1", name="get_task", arguments={"id": "t1"}),
+        ToolCall(id="c2", name="list_tasks", arguments={}),
+    ]
+    run.messages = [
+        Message(role="assistant", tool_calls=calls),
+        Message(role="tool", tool_call_id="c1", content=json.dumps(short)),
+        Message(role="tool", tool_call_id="c2", content=json.dumps(long)),
+        Message(role="tool", tool_call_id="c2", content="plain words, not JSON {"),
+    ]
     page = page_of(results)
-    folds = re.findall(r'<details class="result"( open="")?><summary>([^<]*)</summary><pre class="result">(.*?)</pre>',
-                       page, re.S)
+    folds = re.findall(
+        r'<details class="result"( open="")?><summary>([^<]*)</summary><pre class="result">(.*?)</pre>', page, re.S
+    )
     assert len(folds) == 3
     (short_open, short_label, short_text), (long_open, long_label, long_text), (_, plain_label, plain) = folds
     assert short_open and not long_open, "short results open, long ones fold"
-    assert short_label == '4 lines of JSON: {id, done}', short_label
+    assert short_label == "4 lines of JSON: {id, done}", short_label
     assert json.loads(unescape(short_text)) == short and unescape(short_text) == json.dumps(short, indent=2)
     assert json.loads(unescape(long_text)) == long and "ñ write" in unescape(long_text)
     assert long_label.startswith(f"{unescape(long_text).count(chr(10)) + 1} lines of JSON: {{items}}")
@@ -134,8 +147,10 @@ def test_cost_by_model_and_task_list_every_one_most_expensive_first(tmp_path: Pa
     page = render_html(summary, results)
     by_task = page.split('class="cost-by-task"')[1].split("</details>")[0]
     listed = re.findall(r"<tr><td>([^<]+)</td><td class=\"num\">\$([0-9.]+)</td>", by_task)
-    assert [task for task, _ in listed] == sorted(summary.cost.by_task, key=lambda t: -(
-        summary.cost.by_task[t].live.known_usd + summary.cost.by_task[t].replayed.known_usd))
+    assert [task for task, _ in listed] == sorted(
+        summary.cost.by_task,
+        key=lambda t: -(summary.cost.by_task[t].live.known_usd + summary.cost.by_task[t].replayed.known_usd),
+    )
     assert all(abs(float(usd) - (summary.cost.by_task[task].live_usd or 0)) < 1e-4 for task, usd in listed)
     by_model = page.split("By model</h3>")[1].split("</table>")[0]
     assert {unescape(m) for m in re.findall(r"<tr><td>([^<]+)</td>", by_model)} == set(summary.cost.by_model)

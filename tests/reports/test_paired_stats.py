@@ -44,10 +44,15 @@ def test_every_task_failing_against_all_passing_is_bad() -> None:
 
 
 def test_small_noisy_difference_on_few_tasks_is_undecided_and_says_what_would_decide() -> None:
-    base = results_of({"a": [1, 1, 0, 1], "b": [0, 1, 1, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 0]},
-                      seed0=100, cost=0.02)
-    cand = results_of({"a": [1, 0, 0, 1], "b": [0, 1, 0, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 1]},
-                      agent="other", seed0=500, cost=0.03)
+    base = results_of(
+        {"a": [1, 1, 0, 1], "b": [0, 1, 1, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 0]}, seed0=100, cost=0.02
+    )
+    cand = results_of(
+        {"a": [1, 0, 0, 1], "b": [0, 1, 0, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 1]},
+        agent="other",
+        seed0=500,
+        cost=0.03,
+    )
     result = compare_scores(cand, base, "pass^1", max_drop=0.05)
     assert result.verdict is Verdict.UNDECIDED
     assert result.drop_ci is not None and result.drop_ci[0] < 0.05 < result.drop_ci[1]
@@ -57,8 +62,12 @@ def test_small_noisy_difference_on_few_tasks_is_undecided_and_says_what_would_de
     assert more.cost_usd == pytest.approx(more.extra_trials * (0.03 + 0.02))
     assert "more trial(s) per task" in result.reason
     # An unknown price makes the cost unknown, never $0.
-    unpriced = results_of({"a": [1, 0, 0, 1], "b": [0, 1, 0, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 1]},
-                          agent="other", seed0=500, cost=None)
+    unpriced = results_of(
+        {"a": [1, 0, 0, 1], "b": [0, 1, 0, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 1]},
+        agent="other",
+        seed0=500,
+        cost=None,
+    )
     again = compare_scores(unpriced, base, "pass^1", max_drop=0.05)
     assert again.more_trials is not None and again.more_trials.cost_usd is None
 
@@ -81,14 +90,23 @@ def test_shared_seeds_pair_the_same_trials() -> None:
 
 
 def test_sign_flip_p_value_is_exact() -> None:
-    tasks = [TaskPair(task_id=f"t{i}", candidate_successes=c, candidate_trials=4, baseline_successes=b,
-                      baseline_trials=2, paired_by_seed=False)
-             for i, (c, b) in enumerate([(4, 1), (1, 2), (3, 1), (2, 0), (0, 0), (4, 2)])]
+    tasks = [
+        TaskPair(
+            task_id=f"t{i}",
+            candidate_successes=c,
+            candidate_trials=4,
+            baseline_successes=b,
+            baseline_trials=2,
+            paired_by_seed=False,
+        )
+        for i, (c, b) in enumerate([(4, 1), (1, 2), (3, 1), (2, 0), (0, 0), (4, 2)])
+    ]
     diffs = [t.candidate_successes / 4 - t.baseline_successes / 2 for t in tasks]
     observed = abs(sum(diffs))
     patterns = list(itertools.product((1, -1), repeat=len(diffs)))
-    brute = sum(abs(sum(s * d for s, d in zip(signs, diffs, strict=True))) >= observed - 1e-12
-                for signs in patterns) / len(patterns)
+    brute = sum(
+        abs(sum(s * d for s, d in zip(signs, diffs, strict=True))) >= observed - 1e-12 for signs in patterns
+    ) / len(patterns)
     assert sign_flip_test(tasks).p_value == pytest.approx(brute, abs=1e-12)
 
 

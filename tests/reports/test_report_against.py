@@ -14,9 +14,11 @@ from report_runs import mock_run
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("against")
-    return {"base": mock_run(root / "base", trials=2, agent="scripted/oracle"),
-            "slips": mock_run(root / "slips", trials=2, agent="scripted/oracle?error_rate=0.9"),
-            "more_base": mock_run(root / "more_base", trials=2, seed=900, agent="scripted/oracle")}
+    return {
+        "base": mock_run(root / "base", trials=2, agent="scripted/oracle"),
+        "slips": mock_run(root / "slips", trials=2, agent="scripted/oracle?error_rate=0.9"),
+        "more_base": mock_run(root / "more_base", trials=2, seed=900, agent="scripted/oracle"),
+    }
 
 
 def report_json(*args: str) -> dict[str, Any]:

@@ -49,9 +49,23 @@ def test_json_keeps_the_contract_and_adds_intervals_breakdown_and_grid(run_dir: 
 def test_table_shows_intervals_breakdown_costs_grid_and_the_header(run_dir: Path) -> None:
     out = run_cli("report", str(run_dir), "--full", env=WIDE).stdout
     info = results_json(run_dir)["info"]
-    for text in ("pass^1", "pass^3", "95% CI", "reward by basis", "live", "saved", "trials per task",
-                 SLIPS, "scripted/user", "scripted/judge", info["price_source"], info["tauproxy_version"],
-                 info["domain_sha256"][:12], str(info["trial_seeds"][0]), "terminations: user_stop"):
+    for text in (
+        "pass^1",
+        "pass^3",
+        "95% CI",
+        "reward by basis",
+        "live",
+        "saved",
+        "trials per task",
+        SLIPS,
+        "scripted/user",
+        "scripted/judge",
+        info["price_source"],
+        info["tauproxy_version"],
+        info["domain_sha256"][:12],
+        str(info["trial_seeds"][0]),
+        "terminations: user_stop",
+    ):
         assert text in out, text
     assert "✓" in out and "✗" in out
 
@@ -59,8 +73,17 @@ def test_table_shows_intervals_breakdown_costs_grid_and_the_header(run_dir: Path
 def test_the_short_report_names_models_versions_and_prices_but_keeps_the_grid_behind_full(run_dir: Path) -> None:
     short = run_cli("report", str(run_dir), env=WIDE).stdout
     info = results_json(run_dir)["info"]
-    for text in ("pass^1", "pass^3", SLIPS, "scripted/user", "scripted/judge", info["price_source"],
-                 info["tauproxy_version"], "terminations: user_stop", "--full"):
+    for text in (
+        "pass^1",
+        "pass^3",
+        SLIPS,
+        "scripted/user",
+        "scripted/judge",
+        info["price_source"],
+        info["tauproxy_version"],
+        "terminations: user_stop",
+        "--full",
+    ):
         assert text in short, text
     assert "✓" not in short and "reward by basis" not in short
     assert len(short.splitlines()) < len(run_cli("report", str(run_dir), "--full", env=WIDE).stdout.splitlines())
@@ -80,8 +103,11 @@ def test_unknown_cost_is_unknown_never_zero(run_dir: Path, tmp_path: Path) -> No
     report = report_json(unpriced)
     assert report["cost"]["live_usd"] is None and report["cost"]["unknown_price_calls"] > 0
     out = run_cli("report", str(unpriced), "--full", env=WIDE).stdout
-    rows = {line.split("│")[0].strip(): [c.strip() for c in line.split("│")[1:]]
-            for line in out.splitlines() if "│" in line and line.split("│")[0].strip() in ROLES_AND_TOTAL}
+    rows = {
+        line.split("│")[0].strip(): [c.strip() for c in line.split("│")[1:]]
+        for line in out.splitlines()
+        if "│" in line and line.split("│")[0].strip() in ROLES_AND_TOTAL
+    }
     assert set(rows) == ROLES_AND_TOTAL
     # Every call was live with no known price: the live column says so. Nothing was replayed, so
     # the saved column is a known $0.

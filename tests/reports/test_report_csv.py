@@ -20,13 +20,24 @@ from tauproxy.data_model.task import RewardType
 from tauproxy.reports.trial_rows import columns, trial_rows, write_csv
 from tauproxy.results.load import load_any_results
 
-ROLE_COLUMNS = [f"{role}_{part}" for role in ("agent", "user", "judge")
-                for part in ("cost_usd", "prompt_tokens", "completion_tokens")]
+ROLE_COLUMNS = [
+    f"{role}_{part}"
+    for role in ("agent", "user", "judge")
+    for part in ("cost_usd", "prompt_tokens", "completion_tokens")
+]
 
 
 def call(index: int, role: str, source: str, cost: float | None, prompt: int = 10) -> CallRecord:
-    return CallRecord(index=index, role=role, model="m", key=f"k{index}", sample_key=f"s{index}",  # type: ignore[arg-type]
-                      source=source, usage=Usage(prompt_tokens=prompt, completion_tokens=1), cost_usd=cost)  # type: ignore[arg-type]
+    return CallRecord(
+        index=index,
+        role=role,
+        model="m",
+        key=f"k{index}",
+        sample_key=f"s{index}",  # type: ignore[arg-type]
+        source=source,
+        usage=Usage(prompt_tokens=prompt, completion_tokens=1),
+        cost_usd=cost,
+    )  # type: ignore[arg-type]
 
 
 def parse(text: str) -> list[dict[str, str]]:
@@ -34,10 +45,16 @@ def parse(text: str) -> list[dict[str, str]]:
 
 
 def test_a_row_counts_calls_and_sums_cost_and_tokens_by_role() -> None:
-    results = tiny_results(calls=[call(0, "agent", "live", 0.25, prompt=100), call(1, "user", "replay", 0.5),
-                                  call(2, "agent", "replay", 0.125, prompt=7)])
+    results = tiny_results(
+        calls=[
+            call(0, "agent", "live", 0.25, prompt=100),
+            call(1, "user", "replay", 0.5),
+            call(2, "agent", "replay", 0.125, prompt=7),
+        ]
+    )
     results.simulations[0].reward_info = RewardInfo(
-        reward=0.0, reward_breakdown={RewardType.DB: 1.0, RewardType.COMMUNICATE: 0.0})
+        reward=0.0, reward_breakdown={RewardType.DB: 1.0, RewardType.COMMUNICATE: 0.0}
+    )
     (row,) = trial_rows(results)
     assert (row.task, row.trial, row.seed, row.reward) == (results.tasks[0].id, 0, 3, 0.0)
     assert row.components == {RewardType.DB: 1.0, RewardType.COMMUNICATE: 0.0}
@@ -50,17 +67,36 @@ def test_a_row_counts_calls_and_sums_cost_and_tokens_by_role() -> None:
     out = io.StringIO()
     write_csv([row], out)
     header, _ = out.getvalue().splitlines()
-    assert header.split(",") == ["task", "trial", "seed", "reward", "reward_db", "reward_communicate",
-                                 "termination", "live_calls", "replayed_calls", "cost_usd", "live_cost_usd",
-                                 *ROLE_COLUMNS]
+    assert header.split(",") == [
+        "task",
+        "trial",
+        "seed",
+        "reward",
+        "reward_db",
+        "reward_communicate",
+        "termination",
+        "live_calls",
+        "replayed_calls",
+        "cost_usd",
+        "live_cost_usd",
+        *ROLE_COLUMNS,
+    ]
     assert parse(out.getvalue())[0]["reward_communicate"] == "0.0"
 
 
 def test_unknown_price_and_ungraded_trials_are_empty_cells_not_zero(tmp_path: Path) -> None:
     results = tiny_results(calls=[call(0, "agent", "live", None), call(1, "user", "live", 0.5)])
-    results.simulations.append(results.simulations[0].model_copy(update={
-        "id": "x:1", "trial": 1, "termination_reason": TerminationReason.INFRASTRUCTURE_ERROR,
-        "reward_info": None, "calls": []}))
+    results.simulations.append(
+        results.simulations[0].model_copy(
+            update={
+                "id": "x:1",
+                "trial": 1,
+                "termination_reason": TerminationReason.INFRASTRUCTURE_ERROR,
+                "reward_info": None,
+                "calls": [],
+            }
+        )
+    )
     target = tmp_path / "rows.csv"
     write_csv(trial_rows(results), target)
     first, second = parse(target.read_text(encoding="utf-8"))
@@ -75,15 +111,23 @@ def test_rows_follow_task_order_then_trial() -> None:
     first = results.simulations[0]
     other = tiny_results(task_id="zzz").tasks[0]
     results.tasks.insert(0, other)
-    results.simulations = [first.model_copy(update={"trial": 1, "id": "a:1"}), first,
-                           first.model_copy(update={"task_id": "zzz", "id": "zzz:0"})]
+    results.simulations = [
+        first.model_copy(update={"trial": 1, "id": "a:1"}),
+        first,
+        first.model_copy(update={"task_id": "zzz", "id": "zzz:0"}),
+    ]
     assert [(r.task, r.trial) for r in trial_rows(results)] == [("zzz", 0), (first.task_id, 0), (first.task_id, 1)]
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return mock_run(tmp_path_factory.mktemp("csv") / "run", trials=2, seed=5, agent=SLIPS,
-                    extra=("--num-tasks", "4", "--cassette", str(tmp_path_factory.getbasetemp() / "csv-cassette")))
+    return mock_run(
+        tmp_path_factory.mktemp("csv") / "run",
+        trials=2,
+        seed=5,
+        agent=SLIPS,
+        extra=("--num-tasks", "4", "--cassette", str(tmp_path_factory.getbasetemp() / "csv-cassette")),
+    )
 
 
 def test_report_format_csv_of_a_run_and_its_strict_replay(run_dir: Path, tmp_path: Path) -> None:
@@ -91,7 +135,8 @@ def test_report_format_csv_of_a_run_and_its_strict_replay(run_dir: Path, tmp_pat
     rows = parse(run_cli("report", str(run_dir), "--format", "csv").stdout)
     simulations = data["simulations"]
     assert [(r["task"], int(r["trial"]), int(r["seed"])) for r in rows] == [
-        (s["task_id"], s["trial"], s["seed"]) for s in simulations]
+        (s["task_id"], s["trial"], s["seed"]) for s in simulations
+    ]
     for row, sim in zip(rows, simulations, strict=True):
         assert float(row["reward"]) == sim["reward_info"]["reward"]
         for basis, value in (sim["reward_info"]["reward_breakdown"] or {}).items():
@@ -103,8 +148,25 @@ def test_report_format_csv_of_a_run_and_its_strict_replay(run_dir: Path, tmp_pat
         assert float(row["cost_usd"]) == 0.0, "scripted models are free by declaration"
 
     replay = tmp_path / "replay"
-    run_cli("run", "--domain", "mock", "--agent-llm", SLIPS, "--num-trials", "2", "--seed", "5", "--num-tasks", "4",
-            "--cassette", data["info"]["cassette"], "--record-mode", "replay", "--save-to", str(replay))
+    run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        SLIPS,
+        "--num-trials",
+        "2",
+        "--seed",
+        "5",
+        "--num-tasks",
+        "4",
+        "--cassette",
+        data["info"]["cassette"],
+        "--record-mode",
+        "replay",
+        "--save-to",
+        str(replay),
+    )
     replayed = parse(run_cli("report", str(replay), "--format", "csv").stdout)
     assert [r["live_calls"] for r in replayed] == ["0"] * len(rows)
     assert [r["replayed_calls"] for r in replayed] == [r["live_calls"] for r in rows]
@@ -150,4 +212,5 @@ def test_the_real_tau2_fixture_exports_a_row_per_simulation() -> None:
     assert list(rows[0]) == columns(trial_rows(results))
     assert {r["live_calls"] for r in rows} == {""}
     assert sum(float(r["reward"]) for r in rows) == pytest.approx(
-        sum(s.reward_info.reward for s in results.simulations if s.reward_info))
+        sum(s.reward_info.reward for s in results.simulations if s.reward_info)
+    )

@@ -12,8 +12,17 @@ from conftest import report_json, run_cli
 from report_runs import mock_run, results_json
 
 # Keys that must not depend on how the trials were split across files.
-SAME_KEYS = ("pass_hat_k", "pass_hat_k_ci", "num_tasks", "num_trials", "avg_reward", "tasks",
-             "termination_reasons", "reward_breakdown", "calls")
+SAME_KEYS = (
+    "pass_hat_k",
+    "pass_hat_k_ci",
+    "num_tasks",
+    "num_trials",
+    "avg_reward",
+    "tasks",
+    "termination_reasons",
+    "reward_breakdown",
+    "calls",
+)
 
 
 @pytest.fixture(scope="module")
@@ -89,10 +98,10 @@ def test_a_conflicting_duplicate_is_refused(two_runs: tuple[Path, Path], tmp_pat
 
 def test_replayed_baseline_plus_new_live_trials_make_one_8_trial_run(tmp_path: Path) -> None:
     cassette = str(tmp_path / "cassette")
-    mock_run(tmp_path / "recorded", trials=4, seed=5,
-             extra=("--cassette", cassette, "--record-mode", "record"))
-    baseline = mock_run(tmp_path / "baseline", trials=4, seed=5,
-                        extra=("--cassette", cassette, "--record-mode", "replay"))
+    mock_run(tmp_path / "recorded", trials=4, seed=5, extra=("--cassette", cassette, "--record-mode", "record"))
+    baseline = mock_run(
+        tmp_path / "baseline", trials=4, seed=5, extra=("--cassette", cassette, "--record-mode", "replay")
+    )
     fresh = mock_run(tmp_path / "fresh", trials=4, seed=6)
     report = report_json_many(baseline, fresh)
     assert report["num_trials"] == 8 and all(t["trials"] == 8 for t in report["tasks"])

@@ -61,12 +61,23 @@ def test_interval_narrows_as_trials_are_added(tmp_path: Path) -> None:
     assert widths[8] < widths[2]
 
 
-def run(task_id: str, trial: int, reason: TerminationReason, reward: float | None,
-        breakdown: dict[RewardType, float] | None = None) -> SimulationRun:
+def run(
+    task_id: str,
+    trial: int,
+    reason: TerminationReason,
+    reward: float | None,
+    breakdown: dict[RewardType, float] | None = None,
+) -> SimulationRun:
     info = None if reward is None else RewardInfo(reward=reward, reward_breakdown=breakdown)
-    return SimulationRun(id=f"{task_id}:{trial}", task_id=task_id, trial=trial, seed=trial,
-                         termination_reason=reason, messages=[Message(role="assistant", content="hi")],
-                         reward_info=info)
+    return SimulationRun(
+        id=f"{task_id}:{trial}",
+        task_id=task_id,
+        trial=trial,
+        seed=trial,
+        termination_reason=reason,
+        messages=[Message(role="assistant", content="hi")],
+        reward_info=info,
+    )
 
 
 def test_infrastructure_errors_are_counted_apart_and_left_out_of_pass_hat_k() -> None:

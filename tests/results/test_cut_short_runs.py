@@ -27,8 +27,14 @@ class Killed(BaseException):
 
 
 def config(save_to: Path, **changes: Any) -> RunConfig:
-    base = RunConfig(domain="mock", agent=LLMConfig(model="scripted/oracle?error_rate=0.3"),
-                     user=LLMConfig(model="scripted/user"), num_trials=2, num_tasks=4, save_to=save_to)
+    base = RunConfig(
+        domain="mock",
+        agent=LLMConfig(model="scripted/oracle?error_rate=0.3"),
+        user=LLMConfig(model="scripted/user"),
+        num_trials=2,
+        num_tasks=4,
+        save_to=save_to,
+    )
     return base.model_copy(update=changes)
 
 
@@ -103,7 +109,8 @@ def test_partial_results_keep_a_rerun_over_its_infrastructure_error(tmp_path: Pa
     whole = execute(config(tmp_path / "whole"))
     first, *rest = whole.results.simulations
     failed = first.model_copy(
-        update={"termination_reason": TerminationReason.INFRASTRUCTURE_ERROR, "reward_info": None})
+        update={"termination_reason": TerminationReason.INFRASTRUCTURE_ERROR, "reward_info": None}
+    )
     cut = ResultsDir(tmp_path / "cut")
     cut.prepare(whole.results.info, whole.results.tasks)
     for run in [failed, *rest[:2], first, failed]:
@@ -126,5 +133,6 @@ def test_a_resume_that_is_killed_does_not_report_the_earlier_results(tmp_path: P
 def test_a_killed_run_reports_every_planned_task(tmp_path: Path) -> None:
     run_dir = tmp_path / "killed"
     killed_after(1, config(run_dir))
-    assert [task.id for task in load_results(run_dir).tasks] == [task.id for task in execute(
-        config(tmp_path / "whole")).results.tasks]
+    assert [task.id for task in load_results(run_dir).tasks] == [
+        task.id for task in execute(config(tmp_path / "whole")).results.tasks
+    ]

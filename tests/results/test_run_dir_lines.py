@@ -24,8 +24,14 @@ UNICODE_BREAKS = "\u2028 \u2029 \x85"
 
 
 def config(save_to: Path, **changes: Any) -> RunConfig:
-    base = RunConfig(domain="mock", agent=LLMConfig(model="scripted/oracle"), user=LLMConfig(model="scripted/user"),
-                     num_trials=1, num_tasks=3, save_to=save_to)
+    base = RunConfig(
+        domain="mock",
+        agent=LLMConfig(model="scripted/oracle"),
+        user=LLMConfig(model="scripted/user"),
+        num_trials=1,
+        num_tasks=3,
+        save_to=save_to,
+    )
     return base.model_copy(update=changes)
 
 
@@ -43,7 +49,8 @@ def test_a_unicode_line_break_in_a_message_survives_a_resume(tmp_path: Path) -> 
     first = execute(config(run_dir)).results.simulations
     changed = with_breaks(first[0])
     (run_dir / SIMULATIONS_FILE).write_text(
-        "".join(sim.model_dump_json() + "\n" for sim in [changed, *first[1:]]), encoding="utf-8")
+        "".join(sim.model_dump_json() + "\n" for sim in [changed, *first[1:]]), encoding="utf-8"
+    )
     assert "\u2028" in (run_dir / SIMULATIONS_FILE).read_text(encoding="utf-8"), "written raw, as JSON allows"
 
     resumed = execute(config(run_dir))

@@ -28,9 +28,16 @@ pytestmark = [
 
 def config(tmp_path: Path, api_base: str, trials: int) -> RunConfig:
     args = {"api_base": api_base, "api_key": "sk-test", "temperature": 0}
-    return RunConfig(domain="tau2/mock", agent=LLMConfig(model="openai/stub-agent", args=args),
-                     user=LLMConfig(model="openai/stub-user", args=args), num_trials=trials, num_tasks=2,
-                     cassette=tmp_path / "cassette", record_mode=RecordMode.AUTO, save_to=tmp_path / "run")
+    return RunConfig(
+        domain="tau2/mock",
+        agent=LLMConfig(model="openai/stub-agent", args=args),
+        user=LLMConfig(model="openai/stub-user", args=args),
+        num_trials=trials,
+        num_tasks=2,
+        cassette=tmp_path / "cassette",
+        record_mode=RecordMode.AUTO,
+        save_to=tmp_path / "run",
+    )
 
 
 def test_planned_tau2_trials_replay_against_the_cassette(tmp_path: Path, stub) -> None:  # type: ignore[no-untyped-def]

@@ -46,8 +46,16 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guarded]:
     upstream_map = write_upstream_map(tmp / "upstream.json", routes)
     cassette = tmp / "cassette"
     server = start_serve(
-        "--cassette", str(cassette), "--record-mode", "auto", "--upstream-map", str(upstream_map),
-        "--auth-token", TOKEN, "--max-body-bytes", str(MAX_BODY),
+        "--cassette",
+        str(cassette),
+        "--record-mode",
+        "auto",
+        "--upstream-map",
+        str(upstream_map),
+        "--auth-token",
+        TOKEN,
+        "--max-body-bytes",
+        str(MAX_BODY),
         env={"STUB_UPSTREAM_KEY": "sk-env-only"},
     )
     http = httpx.Client(base_url=server.url, headers=AUTH, timeout=30)
@@ -87,8 +95,13 @@ def test_client_authorization_is_not_forwarded(guarded: Guarded) -> None:
 
 def test_malformed_bodies_are_400(guarded: Guarded) -> None:
     before = guarded.stub.request_count
-    bad = [b"{not json", b"[1, 2]", b'{"model": "gpt-stub"}', b'{"model": "", "messages": [{}]}',
-           json.dumps({**chat("x"), "n": 2}).encode()]
+    bad = [
+        b"{not json",
+        b"[1, 2]",
+        b'{"model": "gpt-stub"}',
+        b'{"model": "", "messages": [{}]}',
+        json.dumps({**chat("x"), "n": 2}).encode(),
+    ]
     for raw in bad:
         response = guarded.http.post("/chat/completions", content=raw, headers={"Content-Type": "application/json"})
         assert response.status_code == 400, raw
@@ -202,8 +215,12 @@ def test_hostile_bodies_get_json_400s_and_reach_nobody(guarded: Guarded) -> None
     deep = b'{"model": "gpt-stub", "messages": [' + b"[" * 480 + b"]" * 480 + b"]}"
     nan = b'{"model": "gpt-stub", "messages": [{"role": "user", "content": "x"}], "temperature": NaN}'
     roleless = json.dumps({"model": "gpt-stub", "messages": [{"content": "x"}]}).encode()
-    for raw, media in ((deep, "application/json"), (nan, "application/json"), (roleless, "application/json"),
-                       (json.dumps(chat("plain")).encode(), "text/plain")):
+    for raw, media in (
+        (deep, "application/json"),
+        (nan, "application/json"),
+        (roleless, "application/json"),
+        (json.dumps(chat("plain")).encode(), "text/plain"),
+    ):
         response = guarded.http.post("/chat/completions", content=raw, headers={"Content-Type": media})
         assert response.status_code == 400, (raw[:40], response.text)
         assert error_of(response)["type"] == "invalid_request_error"
@@ -211,8 +228,9 @@ def test_hostile_bodies_get_json_400s_and_reach_nobody(guarded: Guarded) -> None
 
 
 def test_the_bearer_scheme_is_case_insensitive(guarded: Guarded) -> None:
-    response = httpx.post(guarded.server.url + "/chat/completions", json=chat("any case"),
-                          headers={"Authorization": f"bearer {TOKEN}"})
+    response = httpx.post(
+        guarded.server.url + "/chat/completions", json=chat("any case"), headers={"Authorization": f"bearer {TOKEN}"}
+    )
     assert response.status_code == 200, response.text
 
 

@@ -31,14 +31,30 @@ def conversation(ask: str, call_id: str) -> list[Message]:
 
 
 def simulation(sim_id: str, task_id: str, trial: int, seed: int, messages: list[Message]) -> SimulationRun:
-    return SimulationRun(id=sim_id, task_id=task_id, trial=trial, seed=seed,
-                         termination_reason=TerminationReason.USER_STOP, messages=messages)
+    return SimulationRun(
+        id=sim_id,
+        task_id=task_id,
+        trial=trial,
+        seed=seed,
+        termination_reason=TerminationReason.USER_STOP,
+        messages=messages,
+    )
 
 
 def results(*sims: SimulationRun) -> Results:
-    info = RunInfo(tauproxy_version="test", domain="airline", domain_sha256="x", num_trials=2, seed=300,
-                   trial_seeds=[300, 301], max_steps=200, max_errors=10, agent_info=ModelInfo(llm="a"),
-                   user_info=ModelInfo(llm="u"), judge_info=ModelInfo(llm="j"))
+    info = RunInfo(
+        tauproxy_version="test",
+        domain="airline",
+        domain_sha256="x",
+        num_trials=2,
+        seed=300,
+        trial_seeds=[300, 301],
+        max_steps=200,
+        max_errors=10,
+        agent_info=ModelInfo(llm="a"),
+        user_info=ModelInfo(llm="u"),
+        judge_info=ModelInfo(llm="j"),
+    )
     return Results(info=info, tasks=[], simulations=list(sims))
 
 
@@ -49,13 +65,16 @@ def wire(message: Message, flip: bool) -> dict[str, Any]:
         role = {"assistant": "user", "user": "assistant"}.get(role, role)
     body: dict[str, Any] = {"role": role, "content": message.content}
     if message.tool_calls:
-        body["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": "{}"}}
-                              for c in message.tool_calls]
+        body["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": "{}"}}
+            for c in message.tool_calls
+        ]
     return body
 
 
-def line_for(messages: list[Message], position: int, seed: int, source: str = "live",
-             status: int = 200, model: str = "stub") -> RunLogLine:
+def line_for(
+    messages: list[Message], position: int, seed: int, source: str = "live", status: int = 200, model: str = "stub"
+) -> RunLogLine:
     """The log line of the call whose answer is messages[position], as serve would write it."""
     said_by_user = messages[position].role == "user"
     history = messages[:position]
@@ -66,11 +85,20 @@ def line_for(messages: list[Message], position: int, seed: int, source: str = "l
         request = [{"role": "system", "content": AGENT_SYSTEM}, *(wire(m, flip=False) for m in history)]
     reply = wire(messages[position], flip=said_by_user)
     return RunLogLine(
-        ts=0.0, sample_key=f"s{seed}-{position}-{messages[1].content}", key=f"k{position}", model=model,
-        scope=TrialScope(task_id="serve", trial=0), seed=seed, source=source, status=status,  # type: ignore[arg-type]
-        usage=Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12), cost_usd=0.001,
-        latency_s=0.01, recorded_latency_s=0.5 if source == "replay" else None,
-        request_fp=request_fingerprints(request), response_fp=wire_fingerprint(reply),
+        ts=0.0,
+        sample_key=f"s{seed}-{position}-{messages[1].content}",
+        key=f"k{position}",
+        model=model,
+        scope=TrialScope(task_id="serve", trial=0),
+        seed=seed,
+        source=source,
+        status=status,  # type: ignore[arg-type]
+        usage=Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12),
+        cost_usd=0.001,
+        latency_s=0.01,
+        recorded_latency_s=0.5 if source == "replay" else None,
+        request_fp=request_fingerprints(request),
+        response_fp=wire_fingerprint(reply),
         system_sha256=system_sha256(request),
     )
 

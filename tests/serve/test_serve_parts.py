@@ -78,8 +78,12 @@ def test_scope_header() -> None:
 def test_occurrences_count_per_scope_and_key_in_claim_order() -> None:
     counter = Occurrences()
     other = TrialScope(task_id="t", trial=1)
-    slots = [counter.take(DEFAULT_SCOPE, "k"), counter.take(DEFAULT_SCOPE, "k"), counter.take(other, "k"),
-             counter.take(DEFAULT_SCOPE, "j")]
+    slots = [
+        counter.take(DEFAULT_SCOPE, "k"),
+        counter.take(DEFAULT_SCOPE, "k"),
+        counter.take(other, "k"),
+        counter.take(DEFAULT_SCOPE, "j"),
+    ]
     assert [(s.occurrence, s.call_index) for s in slots] == [(0, 0), (1, 1), (0, 0), (0, 2)]
 
 

@@ -170,8 +170,16 @@ def phases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phases]:
     record_log, replay_log = tmp / "record.jsonl", tmp / "replay.jsonl"
     stub = StubUpstream().start()
     routes = write_upstream_map(tmp / "upstream.json", {"gpt-stub": {"model": "openai/stub", "api_base": stub.url}})
-    server = start_serve("--cassette", str(cassette), "--record-mode", "auto", "--upstream-map", str(routes),
-                         "--run-log", str(record_log))
+    server = start_serve(
+        "--cassette",
+        str(cassette),
+        "--record-mode",
+        "auto",
+        "--upstream-map",
+        str(routes),
+        "--run-log",
+        str(record_log),
+    )
     try:
         recorded = run_clients(server)
         record_stats = httpx.get(server.root + "/stats").json()
@@ -179,8 +187,16 @@ def phases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phases]:
         assert server.stop() == 0, server.stdout_text()
         upstream_requests = stub.request_count
         stub.stop()  # from here on nothing can answer live: a replay that went out would fail
-    server = start_serve("--cassette", str(cassette), "--record-mode", "replay", "--upstream-map", str(routes),
-                         "--run-log", str(replay_log))
+    server = start_serve(
+        "--cassette",
+        str(cassette),
+        "--record-mode",
+        "replay",
+        "--upstream-map",
+        str(routes),
+        "--run-log",
+        str(replay_log),
+    )
     try:
         replayed = run_clients(server)
         replay_stats = httpx.get(server.root + "/stats").json()
@@ -189,13 +205,20 @@ def phases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phases]:
     # A fresh server counts occurrences from zero, so the streamed sample can be asked for plainly.
     server = start_serve("--cassette", str(cassette), "--record-mode", "replay")
     try:
-        body = {"model": "gpt-stub", "messages": ask_tool("stream me, I am bob@example.com"), "tools": TOOLS,
-                "seed": 3}
+        body = {"model": "gpt-stub", "messages": ask_tool("stream me, I am bob@example.com"), "tools": TOOLS, "seed": 3}
         stream_as_plain = httpx.post(server.url + "/chat/completions", json=body).json()
     finally:
         server.stop()
-    yield Phases(recorded, replayed, record_stats, replay_stats, upstream_requests, cassette,
-                 (record_log, replay_log), stream_as_plain)
+    yield Phases(
+        recorded,
+        replayed,
+        record_stats,
+        replay_stats,
+        upstream_requests,
+        cassette,
+        (record_log, replay_log),
+        stream_as_plain,
+    )
 
 
 def test_every_call_went_upstream_once_and_was_recorded(phases: Phases) -> None:

@@ -36,8 +36,9 @@ def test_sigterm_loses_nothing(tmp_path: Path) -> None:
 
             def call(index: int) -> None:
                 try:
-                    answers.append(httpx.post(server.url + "/chat/completions", json=chat(f"in flight {index}"),
-                                              timeout=30))
+                    answers.append(
+                        httpx.post(server.url + "/chat/completions", json=chat(f"in flight {index}"), timeout=30)
+                    )
                 except BaseException as exc:  # reported by the assertion below
                     answers.append(exc)
 

@@ -46,9 +46,28 @@ def has_results_dir_flag() -> bool:
 
 def run_tau2(server: ServeProcess, name: str, results_dir: Path, cwd: Path, own_dir: bool) -> Path:
     llm_args = json.dumps({"api_base": server.url, "temperature": 0})
-    argv = [TAU2, "run", "--domain", "airline", "--agent-llm", "openai/stub-agent", "--user-llm",
-            "openai/stub-user", "--agent-llm-args", llm_args, "--user-llm-args", llm_args, "--num-trials", "2",
-            "--num-tasks", "2", "--max-concurrency", "1", "--save-to", name]
+    argv = [
+        TAU2,
+        "run",
+        "--domain",
+        "airline",
+        "--agent-llm",
+        "openai/stub-agent",
+        "--user-llm",
+        "openai/stub-user",
+        "--agent-llm-args",
+        llm_args,
+        "--user-llm-args",
+        llm_args,
+        "--num-trials",
+        "2",
+        "--num-tasks",
+        "2",
+        "--max-concurrency",
+        "1",
+        "--save-to",
+        name,
+    ]
     if own_dir:
         argv += ["--results-dir", str(results_dir)]
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": CLIENT_KEY}
@@ -65,11 +84,13 @@ def outcome(path: Path) -> dict[tuple[str, int], tuple[Any, ...]]:
     by_run: dict[tuple[str, int], tuple[Any, ...]] = {}
     for sim in data["simulations"]:
         said = tuple(
-            (m["role"], m.get("content"), tuple(c["id"] for c in m.get("tool_calls") or []))
-            for m in sim["messages"]
+            (m["role"], m.get("content"), tuple(c["id"] for c in m.get("tool_calls") or [])) for m in sim["messages"]
         )
-        by_run[(str(sim["task_id"]), int(sim["trial"]))] = (sim["reward_info"]["reward"], sim["termination_reason"],
-                                                            said)
+        by_run[(str(sim["task_id"]), int(sim["trial"]))] = (
+            sim["reward_info"]["reward"],
+            sim["termination_reason"],
+            said,
+        )
     return by_run
 
 
@@ -87,8 +108,16 @@ def test_tau2_records_through_serve_and_replays_offline(tmp_path: Path) -> None:
         stub = StubUpstream().start()
         try:
             routes = write_upstream_map(tmp_path / "u.json", {"*": {"model": "openai/{model}", "api_base": stub.url}})
-            server = start_serve("--cassette", str(cassette), "--record-mode", "auto", "--upstream-map", str(routes),
-                                 "--run-log", str(record_log))
+            server = start_serve(
+                "--cassette",
+                str(cassette),
+                "--record-mode",
+                "auto",
+                "--upstream-map",
+                str(routes),
+                "--run-log",
+                str(record_log),
+            )
             try:
                 recorded_file = run_tau2(server, names[0], results_dir, tmp_path, own_dir)
             finally:
@@ -98,8 +127,16 @@ def test_tau2_records_through_serve_and_replays_offline(tmp_path: Path) -> None:
             stub.stop()
         assert upstream_calls > 0 and cassette_calls(cassette) == upstream_calls
 
-        server = start_serve("--cassette", str(cassette), "--record-mode", "replay", "--upstream-map", str(routes),
-                             "--run-log", str(replay_log))
+        server = start_serve(
+            "--cassette",
+            str(cassette),
+            "--record-mode",
+            "replay",
+            "--upstream-map",
+            str(routes),
+            "--run-log",
+            str(replay_log),
+        )
         try:
             replayed_file = run_tau2(server, names[1], results_dir, tmp_path, own_dir)
             stats = httpx.get(server.root + "/stats").json()

@@ -95,17 +95,50 @@ class Tau2Setup:
     num_trials: int = TRIALS
 
 
-def tau2_argv(setup: Tau2Setup, url: str, name: str, results_dir: Path, concurrency: int = 1,
-              agent_args: dict[str, Any] | None = None, auth: bool = False) -> list[str]:
+def tau2_argv(
+    setup: Tau2Setup,
+    url: str,
+    name: str,
+    results_dir: Path,
+    concurrency: int = 1,
+    agent_args: dict[str, Any] | None = None,
+    auth: bool = False,
+) -> list[str]:
     llm_args = json.dumps({"api_base": url, "temperature": 0})
-    argv = [TAU2, "run", "--domain", setup.domain, "--agent-llm", f"openai/{AGENT}", "--user-llm", f"openai/{USER}",
-            "--agent-llm-args", json.dumps(agent_args) if agent_args else llm_args, "--user-llm-args", llm_args,
-            "--num-trials", str(setup.num_trials), "--max-concurrency", str(concurrency), "--save-to", name,
-            "--results-dir", str(results_dir), *setup.tasks, *setup.extra]
+    argv = [
+        TAU2,
+        "run",
+        "--domain",
+        setup.domain,
+        "--agent-llm",
+        f"openai/{AGENT}",
+        "--user-llm",
+        f"openai/{USER}",
+        "--agent-llm-args",
+        json.dumps(agent_args) if agent_args else llm_args,
+        "--user-llm-args",
+        llm_args,
+        "--num-trials",
+        str(setup.num_trials),
+        "--max-concurrency",
+        str(concurrency),
+        "--save-to",
+        name,
+        "--results-dir",
+        str(results_dir),
+        *setup.tasks,
+        *setup.extra,
+    ]
     if setup.domain == "mock":  # tau2's stuck-loop judge too, labelled by a header in its own llm args
         judge_args = {"api_base": url, "extra_headers": {"X-Tauproxy-Role": "judge"}}
-        argv += ["--judge-llm", f"openai/{JUDGE}", "--judge-llm-args", json.dumps(judge_args),
-                 "--judge-window-size", "4"]
+        argv += [
+            "--judge-llm",
+            f"openai/{JUDGE}",
+            "--judge-llm-args",
+            json.dumps(judge_args),
+            "--judge-window-size",
+            "4",
+        ]
         if auth:
             argv += ["--judge-api-key", TOKEN_ENV]
     if auth:  # each flag names the environment variable that holds serve's --auth-token
@@ -113,8 +146,9 @@ def tau2_argv(setup: Tau2Setup, url: str, name: str, results_dir: Path, concurre
     return argv
 
 
-def run_tau2(argv: list[str], cwd: Path, auth: bool = False, env: dict[str, str] | None = None,
-             check: bool = True) -> subprocess.CompletedProcess[str]:
+def run_tau2(
+    argv: list[str], cwd: Path, auth: bool = False, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     """With `auth`, no OPENAI_API_KEY either: the token reaches serve only through the flags."""
     base = {name: value for name, value in os.environ.items() if not (auth and name == "OPENAI_API_KEY")}
     keys = {TOKEN_ENV: TOKEN} if auth else {"OPENAI_API_KEY": CLIENT_KEY}
@@ -139,8 +173,10 @@ def conversations(path: Path) -> dict[tuple[str, int], tuple[Any, ...]]:
             (
                 m["role"],
                 m.get("content"),
-                tuple((c["id"], c["name"], json.dumps(c["arguments"]), c.get("requestor"))
-                      for c in m.get("tool_calls") or []),
+                tuple(
+                    (c["id"], c["name"], json.dumps(c["arguments"]), c.get("requestor"))
+                    for c in m.get("tool_calls") or []
+                ),
                 json.dumps(raw_tool_calls(m)),
             )
             for m in sim["messages"]
@@ -189,8 +225,14 @@ class Pipeline:
     upstream_answers: list[dict[str, Any]]
 
 
-def record_and_replay(setup: Tau2Setup, directory: Path, stub_config: dict[str, bool], record_at: int = 1,
-                      replay_at: int = 1, reuse: bool = False) -> Pipeline:
+def record_and_replay(
+    setup: Tau2Setup,
+    directory: Path,
+    stub_config: dict[str, bool],
+    record_at: int = 1,
+    replay_at: int = 1,
+    reuse: bool = False,
+) -> Pipeline:
     """Record in auto mode (`reuse`: and run again against that server), stop the upstream, replay (twice)."""
     from stub_upstream import StubUpstream
 
@@ -203,8 +245,16 @@ def record_and_replay(setup: Tau2Setup, directory: Path, stub_config: dict[str, 
         stub.configure(**stub_config)
         route = {"model": "openai/{model}", "api_base": stub.url}
         routes = write_upstream_map(directory / "upstream.json", {"*": route})
-        server = start_serve("--cassette", str(cassette), "--record-mode", "auto", "--upstream-map", str(routes),
-                             "--run-log", str(record_log))
+        server = start_serve(
+            "--cassette",
+            str(cassette),
+            "--record-mode",
+            "auto",
+            "--upstream-map",
+            str(routes),
+            "--run-log",
+            str(record_log),
+        )
         try:
             runs: list[Run] = []
             for name in [f"record-{stamp}", f"reuse-auto-{stamp}"][: 2 if reuse else 1]:
@@ -217,8 +267,9 @@ def record_and_replay(setup: Tau2Setup, directory: Path, stub_config: dict[str, 
         stub.stop()
 
     # Upstream gone, no upstream map: whatever is not in the cassette cannot be answered.
-    server = start_serve("--cassette", str(cassette), "--record-mode", "replay", "--run-log", str(replay_log),
-                         "--auth-token", TOKEN)
+    server = start_serve(
+        "--cassette", str(cassette), "--record-mode", "replay", "--run-log", str(replay_log), "--auth-token", TOKEN
+    )
     try:
         replays: list[Run] = []
         for name in [f"replay-{stamp}", f"reuse-replay-{stamp}"][: 2 if reuse else 1]:
@@ -226,8 +277,17 @@ def record_and_replay(setup: Tau2Setup, directory: Path, stub_config: dict[str, 
             replays.append(Run(saved(results, name), stats_of(server), 0))
     finally:
         assert server.stop() == 0, server.stdout_text()
-    return Pipeline(setup, cassette, record_log, replay_log, runs[0], replays[0],
-                    runs[1] if reuse else None, replays[1] if reuse else None, answers)
+    return Pipeline(
+        setup,
+        cassette,
+        record_log,
+        replay_log,
+        runs[0],
+        replays[0],
+        runs[1] if reuse else None,
+        replays[1] if reuse else None,
+        answers,
+    )
 
 
 # Which pipeline covers a domain; telecom's is the noisy one (record at 4, replay at 1).
@@ -307,8 +367,11 @@ def test_tool_call_arguments_reach_tau2_as_the_upstream_wrote_them(
     pipelines: dict[str, Future[Pipeline]], domain: str
 ) -> None:
     run = pipelines[BY_DOMAIN[domain]].result()
-    said = {call["id"]: call for answer in run.upstream_answers
-            for call in answer["choices"][0]["message"].get("tool_calls") or []}
+    said = {
+        call["id"]: call
+        for answer in run.upstream_answers
+        for call in answer["choices"][0]["message"].get("tool_calls") or []
+    }
     assert any(call["function"]["arguments"].endswith("}\n") for call in said.values()), "nothing non-canonical"
     for path in (r.path for r in (run.record, run.replay, run.reuse_replay) if r is not None):
         seen = 0
@@ -369,8 +432,9 @@ def test_without_the_key_flags_tau2_is_refused_and_a_forced_miss_names_role_and_
     results, log = tmp_path / "results", tmp_path / "serve.runlog.jsonl"
     one = Tau2Setup("mock", ["--task-ids", MOCK_TASKS[0]], 1, ["--max-retries", "0"], num_trials=1)
     stamp = uuid.uuid4().hex[:10]
-    server = start_serve("--cassette", str(mock.cassette), "--record-mode", "replay", "--auth-token", TOKEN,
-                         "--run-log", str(log))
+    server = start_serve(
+        "--cassette", str(mock.cassette), "--record-mode", "replay", "--auth-token", TOKEN, "--run-log", str(log)
+    )
     try:
         # Without the flags tau2 sends OPENAI_API_KEY for the user and `dummy_key` for the agent: refused
         # before anything is looked up.
@@ -389,14 +453,16 @@ def test_without_the_key_flags_tau2_is_refused_and_a_forced_miss_names_role_and_
         assert missed_call is not None, said[-3000:]
         nearest = re.search(r"nearest recorded call: key \w+, task serve, trial 0, call #\d+ \((\w+)\)", said)
         assert nearest is not None and nearest.group(1) == "agent", said[-3000:]
-        assert "temperature" in said[nearest.end():]
+        assert "temperature" in said[nearest.end() :]
         served = stats_of(server)
         assert (served["hits"], served["misses"], served["live"]) == (1, 1, 0)  # the user's first call, then the miss
     finally:
         assert server.stop() == 0, server.stdout_text()
     lines = jsonl(log)
     assert [(line["role"], line["status"], line["error_code"]) for line in lines] == [
-        ("user", 200, None), ("agent", 404, "tauproxy_replay_miss")]
+        ("user", 200, None),
+        ("agent", 404, "tauproxy_replay_miss"),
+    ]
 
 
 def test_the_nl_assertion_judge_reaches_serve_through_openai_base_url(tmp_path: Path) -> None:
@@ -414,8 +480,9 @@ def test_the_nl_assertion_judge_reaches_serve_through_openai_base_url(tmp_path: 
     with StubUpstream() as stub:
         # serve maps whatever name the judge asks for onto the stub's judge; a real map names a real model.
         routes = write_upstream_map(tmp_path / "u.json", {"*": {"model": f"openai/{JUDGE}", "api_base": stub.url}})
-        server = start_serve("--cassette", str(tmp_path / "cassette"), "--record-mode", "auto",
-                             "--upstream-map", str(routes))
+        server = start_serve(
+            "--cassette", str(tmp_path / "cassette"), "--record-mode", "auto", "--upstream-map", str(routes)
+        )
         try:
             done = run_tau2([sys.executable, "-c", code], tmp_path, env={"OPENAI_BASE_URL": server.url})
             judge = done.stdout.split("JUDGE", 1)[1].strip()

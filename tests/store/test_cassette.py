@@ -23,9 +23,7 @@ def wire(messages: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
     return {"model": "gpt-4.1", "messages": messages, "temperature": 0.0, **params}
 
 
-def body(
-    message: dict[str, Any], usage: dict[str, Any] | None = None, rid: str = "chatcmpl-1"
-) -> dict[str, Any]:
+def body(message: dict[str, Any], usage: dict[str, Any] | None = None, rid: str = "chatcmpl-1") -> dict[str, Any]:
     return {
         "id": rid,
         "object": "chat.completion",
@@ -98,9 +96,7 @@ def test_round_trip_is_exact(tmp_path: Path) -> None:
         "prompt_tokens_details": {"cached_tokens": 64},
         "completion_tokens_details": {"reasoning_tokens": 12},
     }
-    usage = Usage(
-        prompt_tokens=120, completion_tokens=30, total_tokens=150, cached_tokens=64, reasoning_tokens=12
-    )
+    usage = Usage(prompt_tokens=120, completion_tokens=30, total_tokens=150, cached_tokens=64, reasoning_tokens=12)
     sent = body(reply, wire_usage, rid="chatcmpl-abc")
     sent["choices"][0]["finish_reason"] = "tool_calls"
     entry = record(cassette, request, sent, usage=usage)
@@ -117,9 +113,7 @@ def test_round_trip_is_exact(tmp_path: Path) -> None:
 def test_content_with_unicode_line_separators_survives(tmp_path: Path) -> None:
     cassette = Cassette.open(tmp_path / "c")
     text = "line one\u2028line two\u0085\r\nthird «naïve» 🚀\n"
-    entry = record(
-        cassette, wire([{"role": "user", "content": text}]), body({"role": "assistant", "content": text})
-    )
+    entry = record(cassette, wire([{"role": "user", "content": text}]), body({"role": "assistant", "content": text}))
     reopened = Cassette.open(tmp_path / "c", create=False)
     assert reopened.problems == []
     stored = reopened.lookup(entry.sample_key)
@@ -291,8 +285,12 @@ def test_canonical_request_form_is_accepted(tmp_path: Path) -> None:
     request = wire([{"role": "user", "content": "hi"}], top_p=0.5)
     entry = record(cassette, request, body({"role": "assistant", "content": "ok"}))
     again = cassette.record(
-        recording(canonical_request(request), body({"role": "assistant", "content": "ok"}), key=entry.key,
-                  sample=entry.sample_key)
+        recording(
+            canonical_request(request),
+            body({"role": "assistant", "content": "ok"}),
+            key=entry.key,
+            sample=entry.sample_key,
+        )
     )
     assert again.request == entry.request
 
@@ -327,8 +325,11 @@ def test_the_answer_is_kept_exactly_as_the_upstream_gave_it(tmp_path: Path) -> N
 
     cassette = Cassette.open(tmp_path / "c")
     arguments = '{"b": 1,  "a": [2, 3]}'
-    raw = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": arguments}}]}
+    raw = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": arguments}}],
+    }
     entry = record(cassette, wire([{"role": "user", "content": "go"}]), body(raw))
     assert entry.response.raw is not None
     for reader in (cassette, Cassette.open(tmp_path / "c")):

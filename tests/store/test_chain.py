@@ -58,8 +58,7 @@ def as_version_1(directory: Path) -> None:
             request = line["request"]
             chain = request.pop("chain")
             request["messages"] = [message for _, _, message in cassette.chain(chain)]
-            assert line["sample_key"] == sample_key(entry.key, entry.seed, entry.task_id, entry.trial,
-                                                    entry.occurrence)
+            assert line["sample_key"] == sample_key(entry.key, entry.seed, entry.task_id, entry.trial, entry.occurrence)
         lines.append(line)
     write_lines(directory, lines)
 

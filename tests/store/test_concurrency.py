@@ -39,9 +39,7 @@ def test_processes_append_concurrently(tmp_path: Path) -> None:
     directory = tmp_path / "c"
     Cassette.open(directory)
     context = multiprocessing.get_context("spawn")
-    workers = [
-        context.Process(target=write_calls, args=(str(directory), f"p{n}", RECORDS)) for n in range(PROCESSES)
-    ]
+    workers = [context.Process(target=write_calls, args=(str(directory), f"p{n}", RECORDS)) for n in range(PROCESSES)]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -53,9 +51,7 @@ def test_processes_append_concurrently(tmp_path: Path) -> None:
     assert cassette.problems == []
     assert verify(cassette) == []
     for n in range(PROCESSES):
-        assert sorted(e.call_index for e in cassette.entries() if e.task_id == f"p{n}") == list(
-            range(RECORDS)
-        )
+        assert sorted(e.call_index for e in cassette.entries() if e.task_id == f"p{n}") == list(range(RECORDS))
 
 
 def test_threads_append_concurrently_through_one_and_several_objects(tmp_path: Path) -> None:

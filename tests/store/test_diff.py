@@ -53,9 +53,7 @@ def test_miss_names_the_call_and_the_differing_user_message(tmp_path: Path) -> N
 
     text = miss_message(cassette, wanted, task_id="t1", trial=0, role="agent", call_index=1)
 
-    assert text.startswith(
-        f"replay miss: task t1, trial 0, call #1 (agent) was never recorded in {tmp_path / 'c'}"
-    )
+    assert text.startswith(f"replay miss: task t1, trial 0, call #1 (agent) was never recorded in {tmp_path / 'c'}")
     assert "nearest recorded call: key" in text and "task t1, trial 0, call #1 (agent)" in text
     assert "message #3 (user) differs" in text
     assert "-second line" in text and "+second line, reworded" in text
@@ -64,9 +62,7 @@ def test_miss_names_the_call_and_the_differing_user_message(tmp_path: Path) -> N
 
 def test_miss_names_the_changed_temperature(tmp_path: Path) -> None:
     cassette = recorded_trial(tmp_path / "c")
-    text = miss_message(
-        cassette, conversation(3, temperature=0.7), task_id="t1", trial=0, role="agent", call_index=2
-    )
+    text = miss_message(cassette, conversation(3, temperature=0.7), task_id="t1", trial=0, role="agent", call_index=2)
     assert "param temperature changed: 0.0 -> 0.7" in text
     assert "message #" not in text
 

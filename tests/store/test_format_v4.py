@@ -32,13 +32,30 @@ from tauproxy.store.maintenance import compact, verify
 WIRES: list[dict[str, Any]] = [
     {"model": "m", "messages": []},
     {"model": None},
-    {"model": "x", "messages": [{"role": "user", "content": "h\u00e9llo \u2028 \"quoted\"\n"}], "tools": [],
-     "tool_choice": None, "temperature": 0.0},
-    {"model": "openai/gpt-4.1", "seed": 3, "stop": ["x"], "response_format": {"type": "json_object"},
-     "messages": [{"role": "system", "content": "s"},
-                  {"role": "assistant", "content": None,
-                   "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": '{"b": 1, "a": 2}'}}]}],
-     "tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "f"}}, "api_key": "sk-never"},
+    {
+        "model": "x",
+        "messages": [{"role": "user", "content": 'h\u00e9llo \u2028 "quoted"\n'}],
+        "tools": [],
+        "tool_choice": None,
+        "temperature": 0.0,
+    },
+    {
+        "model": "openai/gpt-4.1",
+        "seed": 3,
+        "stop": ["x"],
+        "response_format": {"type": "json_object"},
+        "messages": [
+            {"role": "system", "content": "s"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": '{"b": 1, "a": 2}'}}],
+            },
+        ],
+        "tools": TOOLS,
+        "tool_choice": {"type": "function", "function": {"name": "f"}},
+        "api_key": "sk-never",
+    },
 ]
 
 
@@ -61,16 +78,25 @@ def test_a_v4_call_line_leaves_out_what_it_derives_and_reads_back_the_same_entri
     cassette = Cassette.open(tmp_path / "c")
     question = [{"role": "user", "content": "where is my order?"}]
     reply = body({"role": "assistant", "content": "on its way"})
-    plain = cassette.record(recording(wire(question, seed=5), reply, usage=Usage(prompt_tokens=10, completion_tokens=2,
-                                                                                  total_tokens=12)))
+    plain = cassette.record(
+        recording(wire(question, seed=5), reply, usage=Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12))
+    )
     odd_usage = Usage(prompt_tokens=10, completion_tokens=2, total_tokens=20, cached_tokens=3)
     odd = record(cassette, wire(question, seed=6), reply, usage=odd_usage)
     # A seed other than the request's (here none, while the request has one) is written, even null.
     unseeded = recording(wire(question, seed=7), reply, call_index=2)
     identity = unseeded.identity
-    unseeded = unseeded.model_copy(update={"identity": SampleIdentity(
-        key=identity.key, seed=None, scope=TrialScope(task_id="t1", trial=0), occurrence=0,
-        sample_key=sample_key(identity.key, None, "t1", 0, 0))})
+    unseeded = unseeded.model_copy(
+        update={
+            "identity": SampleIdentity(
+                key=identity.key,
+                seed=None,
+                scope=TrialScope(task_id="t1", trial=0),
+                occurrence=0,
+                sample_key=sample_key(identity.key, None, "t1", 0, 0),
+            )
+        }
+    )
     no_seed = cassette.record(unseeded)
 
     calls = [line for line in lines_of(tmp_path / "c") if line["t"] == "call"]
@@ -80,8 +106,12 @@ def test_a_v4_call_line_leaves_out_what_it_derives_and_reads_back_the_same_entri
     assert calls[1]["usage"] == {"cached_tokens": 3, "completion_tokens": 2, "prompt_tokens": 10, "total_tokens": 20}
     assert calls[1]["latency_s"] == 0.25 and calls[1]["cost_usd"] == 0.001 and "seed" not in calls[1]
     assert calls[2]["seed"] is None
-    assert not any(value is None for line in calls[:2] for part in (line, line["request"], line["response"])
-                   for value in part.values())
+    assert not any(
+        value is None
+        for line in calls[:2]
+        for part in (line, line["request"], line["response"])
+        for value in part.values()
+    )
 
     reopened = Cassette.open(tmp_path / "c", create=False)
     assert reopened.problems == [] and verify(reopened) == []
@@ -92,8 +122,9 @@ def test_a_v4_call_line_leaves_out_what_it_derives_and_reads_back_the_same_entri
 
 def test_the_recording_time_is_kept_to_the_second_and_the_latency_to_10_ms(tmp_path: Path) -> None:
     cassette = Cassette.open(tmp_path / "c")
-    entry = cassette.record(recording(wire([{"role": "user", "content": "hi"}]), body({"role": "assistant"}),
-                                      latency_s=0.4329027))
+    entry = cassette.record(
+        recording(wire([{"role": "user", "content": "hi"}]), body({"role": "assistant"}), latency_s=0.4329027)
+    )
     assert entry.latency_s == 0.43 and len(entry.recorded_at) == len("2026-12-01T21:09:43Z")
     assert Cassette.open(tmp_path / "c", create=False).lookup(entry.sample_key) == entry
 
@@ -157,8 +188,10 @@ def test_clashing_short_references_never_give_a_wrong_answer_and_heal_when_recor
                 lost.append(entry)
                 continue
             assert request_key(cassette.request_of(found)) == entry.key
-            assert cassette.response_of(found)["choices"][0]["message"] == cassette.response_of(entry)["choices"][0][
-                "message"]
+            assert (
+                cassette.response_of(found)["choices"][0]["message"]
+                == cassette.response_of(entry)["choices"][0]["message"]
+            )
         assert len(cassette.problems) >= len(lost)
         assert all("ambiguous" in problem.reason or "two different" in problem.reason for problem in cassette.problems)
         return lost

@@ -29,8 +29,9 @@ def calls(directory: Path, task_id: str, count: int) -> list[CassetteEntry]:
     for turn in range(count):
         history.append({"role": "user", "content": f"{task_id} question {turn}"})
         reply = {"role": "assistant", "content": f"{task_id} answer {turn}"}
-        entries.append(record(cassette, wire(list(history), tools=TOOLS), body(reply), task_id=task_id,
-                              call_index=turn))
+        entries.append(
+            record(cassette, wire(list(history), tools=TOOLS), body(reply), task_id=task_id, call_index=turn)
+        )
         history.append(reply)
     return entries
 

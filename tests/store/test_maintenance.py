@@ -105,8 +105,10 @@ def test_verify_catches_a_key_that_does_not_match_its_request(tmp_path: Path) ->
     lines = [json.loads(line) for line in file.read_text().splitlines()]
     assert all("key" not in line for line in lines)  # v4 derives it from the request: it cannot be wrong
     # A v3 line carries its key, which the index takes as written and verify checks.
-    old = [line if line["t"] != "call" else {**entry.model_dump(mode="json"), "t": "call", "v": 3, "key": "f" * 64}
-           for line in lines]
+    old = [
+        line if line["t"] != "call" else {**entry.model_dump(mode="json"), "t": "call", "v": 3, "key": "f" * 64}
+        for line in lines
+    ]
     for line in old:
         line.pop("sample_key", None)
     file.write_text("".join(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n" for line in old))

@@ -94,8 +94,16 @@ class Tau2Oracle:
     # -- the agent: it reads the marker; with an error rate a trial (seeded by the request) slips
 
     def _agent(self, model: str, messages: list[dict[str, Any]], seed: Any) -> dict[str, Any]:
-        task_id = next((m.group(1) for msg in messages if msg["role"] == "user"
-                        for m in [MARKER.search(str(msg.get("content") or ""))] if m), None)
+        task_id = next(
+            (
+                m.group(1)
+                for msg in messages
+                if msg["role"] == "user"
+                for m in [MARKER.search(str(msg.get("content") or ""))]
+                if m
+            ),
+            None,
+        )
         task = self.tasks.get(task_id) if task_id is not None else None
         if task is None:
             return _text(DONE)

@@ -46,10 +46,19 @@ def test_the_player_takes_the_golden_actions_then_says_what_it_must() -> None:
 
 
 def test_a_tasks_message_history_is_not_taken_for_the_players_own_turns() -> None:
-    played = first_task("tau2/mock", lambda t: t.evaluation_criteria.actions and t.initial_state is not None
-                        and t.initial_state.message_history)
-    history = [{"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "create_task", "arguments": "{}"}}]}]
+    played = first_task(
+        "tau2/mock",
+        lambda t: t.evaluation_criteria.actions and t.initial_state is not None and t.initial_state.message_history,
+    )
+    history = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "create_task", "arguments": "{}"}}
+            ],
+        }
+    ]
     answer = Tau2Player(played).agent([*history, {"role": "user", "content": "Now update it"}])
     assert answer["tool_calls"][0]["function"]["name"] == played.evaluation_criteria.actions[0].name
 
@@ -69,8 +78,11 @@ def test_domains_check_tau2_mock_passes_and_names_what_it_cannot_play() -> None:
     checked = json.loads(run_cli("domains", "check", "tau2/mock", "--json").stdout)[0]
     assert checked["ok"] and checked["oracle_pass_rate"] == 1.0 and checked["tasks"] == len(catalog("tau2/mock").tasks)
     # Unplayable: the tasks graded by env assertions alone, which name no action to take.
-    only_asserted = [task_id for task_id, t in catalog("tau2/mock").tasks.items() if t.evaluation_criteria
-                     and not t.evaluation_criteria.actions and t.evaluation_criteria.env_assertions]
+    only_asserted = [
+        task_id
+        for task_id, t in catalog("tau2/mock").tasks.items()
+        if t.evaluation_criteria and not t.evaluation_criteria.actions and t.evaluation_criteria.env_assertions
+    ]
     assert only_asserted and [line.split(":")[0] for line in checked["unplayable"]] == only_asserted
     assert checked["policy_violations"] == []
     text = run_cli("domains", "check", "tau2/mock").stdout
@@ -91,8 +103,10 @@ def test_a_player_that_slips_fails_the_check(monkeypatch: pytest.MonkeyPatch) ->
     # Each failure names its task and why: a reward part that failed, or τ²'s evaluator raising (mock's
     # raises on a task that was never created, which a dropped create_task leaves behind).
     assert any("reward 0 (DB)" in line for line in checked.oracle_failures), checked.oracle_failures
-    assert all(line.split(":")[0] in catalog("tau2/mock").tasks and ("reward 0" in line or "τ²-bench raised" in line)
-               for line in checked.oracle_failures), checked.oracle_failures
+    assert all(
+        line.split(":")[0] in catalog("tau2/mock").tasks and ("reward 0" in line or "τ²-bench raised" in line)
+        for line in checked.oracle_failures
+    ), checked.oracle_failures
 
 
 def test_a_tasks_file_is_refused_for_a_tau2_domain(tmp_path: Any) -> None:

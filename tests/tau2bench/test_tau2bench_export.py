@@ -21,8 +21,15 @@ from tauproxy.tau2bench.export import Tau2Export
 def tau2_run(solo: bool) -> Results:
     base = tiny_results()
     sim = base.simulations[0]
-    broken = SimulationRun(id=f"{sim.task_id}:1", task_id=sim.task_id, trial=1, seed=4, messages=[],
-                           termination_reason=TerminationReason.INFRASTRUCTURE_ERROR, error="provider down")
+    broken = SimulationRun(
+        id=f"{sim.task_id}:1",
+        task_id=sim.task_id,
+        trial=1,
+        seed=4,
+        messages=[],
+        termination_reason=TerminationReason.INFRASTRUCTURE_ERROR,
+        error="provider down",
+    )
     info = base.info.model_copy(update={"domain": "tau2/mock", "solo": solo, "engine": "tau2 26.3"})
     return base.model_copy(update={"info": info, "simulations": [sim, broken]})
 
@@ -37,9 +44,12 @@ def test_a_tau2_runs_export_carries_tau2s_own_tasks_policy_and_tools(
 
     def fake(domain: str, solo_mode: bool) -> Tau2Export:
         asked.append((domain, solo_mode))
-        return Tau2Export(environment_info={"domain_name": "mock", "policy": "P", "tool_defs": {"t": {}}},
-                          tasks={task_id: {"id": task_id, "original": True}},
-                          agent_implementation="A" if solo_mode else "a", user_implementation="U" if solo_mode else "u")
+        return Tau2Export(
+            environment_info={"domain_name": "mock", "policy": "P", "tool_defs": {"t": {}}},
+            tasks={task_id: {"id": task_id, "original": True}},
+            agent_implementation="A" if solo_mode else "a",
+            user_implementation="U" if solo_mode else "u",
+        )
 
     monkeypatch.setattr(export, "tau2_export", fake)
     document = to_tau2(results)
@@ -47,7 +57,8 @@ def test_a_tau2_runs_export_carries_tau2s_own_tasks_policy_and_tools(
     assert document["info"]["environment_info"] == {"domain_name": "mock", "policy": "P", "tool_defs": {"t": {}}}
     assert document["tasks"] == [{"id": task_id, "original": True}]
     assert (document["info"]["agent_info"]["implementation"], document["info"]["user_info"]["implementation"]) == (
-        ("A", "U") if solo else ("a", "u"))
+        ("A", "U") if solo else ("a", "u")
+    )
     assert [sim["id"] for sim in document["simulations"]] == [f"{task_id}:0"]  # τ² has no infrastructure_error
 
 

@@ -46,40 +46,103 @@ def _said(messages: list[dict[str, Any]]) -> tuple[Any, ...]:
 
 def tau2_outcome(path: Path) -> Outcome:
     data = json.loads(path.read_text())
-    return {(str(s["task_id"]), int(s["trial"])): (s["reward_info"]["reward"], s["termination_reason"], s["seed"],
-                                                  _said(s["messages"])) for s in data["simulations"]}
+    return {
+        (str(s["task_id"]), int(s["trial"])): (
+            s["reward_info"]["reward"],
+            s["termination_reason"],
+            s["seed"],
+            _said(s["messages"]),
+        )
+        for s in data["simulations"]
+    }
 
 
 def our_outcome(run_dir: Path) -> Outcome:
     data = json.loads((run_dir / "results.json").read_text())
-    return {(s["task_id"], s["trial"]): ((s["reward_info"] or {}).get("reward"), s["termination_reason"], s["seed"],
-                                         _said(s["messages"])) for s in data["simulations"]}
+    return {
+        (s["task_id"], s["trial"]): (
+            (s["reward_info"] or {}).get("reward"),
+            s["termination_reason"],
+            s["seed"],
+            _said(s["messages"]),
+        )
+        for s in data["simulations"]
+    }
 
 
 def judge_flags(api_base: str) -> list[str]:
     """The same flags for `tau2 run` and `tauproxy run`."""
-    return ["--judge-llm", "openai/stub-judge", "--judge-llm-args", json.dumps({"api_base": api_base}),
-            "--judge-window-size", "4"]
+    return [
+        "--judge-llm",
+        "openai/stub-judge",
+        "--judge-llm-args",
+        json.dumps({"api_base": api_base}),
+        "--judge-window-size",
+        "4",
+    ]
 
 
 def tauproxy_run(
     domain: str, api_base: str, cassette: Path, mode: str, save_to: Path, judge: bool
 ) -> subprocess.CompletedProcess[str]:
     args = json.dumps({"api_base": api_base, "temperature": 0})
-    return run_cli("run", "--domain", f"tau2/{domain}", "--agent-llm", "openai/stub-agent", "--user-llm",
-                   "openai/stub-user", "--agent-llm-args", args, "--user-llm-args", args, "--num-trials", "2",
-                   "--num-tasks", "2", "--cassette", str(cassette), "--record-mode", mode, "--save-to", str(save_to),
-                   *(judge_flags(api_base) if judge else []), env={"OPENAI_API_KEY": CLIENT_KEY})
+    return run_cli(
+        "run",
+        "--domain",
+        f"tau2/{domain}",
+        "--agent-llm",
+        "openai/stub-agent",
+        "--user-llm",
+        "openai/stub-user",
+        "--agent-llm-args",
+        args,
+        "--user-llm-args",
+        args,
+        "--num-trials",
+        "2",
+        "--num-tasks",
+        "2",
+        "--cassette",
+        str(cassette),
+        "--record-mode",
+        mode,
+        "--save-to",
+        str(save_to),
+        *(judge_flags(api_base) if judge else []),
+        env={"OPENAI_API_KEY": CLIENT_KEY},
+    )
 
 
 def tau2_run(server: ServeProcess, domain: str, results_dir: Path, cwd: Path, judge: bool) -> Path:
     name = f"tauproxy-tau2bench-{uuid.uuid4().hex[:10]}"
     args = json.dumps({"api_base": server.url, "temperature": 0})
     # --skip-failed-samples: mock's evaluator raises on a task the agent never created (a known peer bug).
-    argv = [TAU2, "run", "--domain", domain, "--agent-llm", "openai/stub-agent", "--user-llm", "openai/stub-user",
-            "--agent-llm-args", args, "--user-llm-args", args, "--num-trials", "2", "--num-tasks", "2",
-            "--max-concurrency", "1", "--save-to", name, "--results-dir", str(results_dir), "--skip-failed-samples",
-            *(judge_flags(server.url) if judge else [])]
+    argv = [
+        TAU2,
+        "run",
+        "--domain",
+        domain,
+        "--agent-llm",
+        "openai/stub-agent",
+        "--user-llm",
+        "openai/stub-user",
+        "--agent-llm-args",
+        args,
+        "--user-llm-args",
+        args,
+        "--num-trials",
+        "2",
+        "--num-tasks",
+        "2",
+        "--max-concurrency",
+        "1",
+        "--save-to",
+        name,
+        "--results-dir",
+        str(results_dir),
+        "--skip-failed-samples",
+        *(judge_flags(server.url) if judge else []),
+    ]
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": CLIENT_KEY}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -113,8 +176,9 @@ def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, judge: bool, tmp
         try:
             routes = write_upstream_map(tmp_path / "u.json", {"*": {"model": "openai/{model}", "api_base": stub.url}})
             # 1. tau2 run records through serve; tauproxy replays it strictly.
-            server = start_serve("--cassette", str(tmp_path / "by-tau2"), "--record-mode", "auto",
-                                 "--upstream-map", str(routes))
+            server = start_serve(
+                "--cassette", str(tmp_path / "by-tau2"), "--record-mode", "auto", "--upstream-map", str(routes)
+            )
             try:
                 theirs_file = tau2_run(server, domain, tmp_path / "tau2", tmp_path, judge)
             finally:
@@ -142,8 +206,9 @@ def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, judge: bool, tmp
         # 3. What tauproxy recorded replays strictly in tau2 run through serve, and in tauproxy run.
         assert our_outcome(tmp_path / "ours-live") == theirs
         dead = write_upstream_map(tmp_path / "dead.json", {"*": {"model": "openai/{model}", "api_base": UNREACHABLE}})
-        server = start_serve("--cassette", str(tmp_path / "by-tauproxy"), "--record-mode", "replay",
-                             "--upstream-map", str(dead))
+        server = start_serve(
+            "--cassette", str(tmp_path / "by-tauproxy"), "--record-mode", "replay", "--upstream-map", str(dead)
+        )
         try:
             again_file = tau2_run(server, domain, tmp_path / "tau2", tmp_path, judge)
             import httpx

@@ -34,20 +34,37 @@ UNREACHABLE = "http://127.0.0.1:9/v1"
 WINDOW = 3
 
 
-
 def config(tmp_path: Path, api_base: str, mode: RecordMode, name: str, judge: str | None) -> RunConfig:
     args = {"api_base": api_base, "api_key": "sk-unused", "temperature": 0}
     prices = tmp_path / "prices.json"
-    prices.write_text(json.dumps({model: {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
-                                  for model in ("openai/oracle", "openai/oracle-user", "openai/judge-no",
-                                                "openai/judge-yes")}))
-    extra = {} if judge is None else {"judge": LLMConfig(model=f"openai/{judge}", args={"api_base": api_base,
-                                                                                          "api_key": "sk-unused"}),
-                                      "judge_window_size": WINDOW}
-    return RunConfig(domain="tau2/mock", agent=LLMConfig(model="openai/oracle", args=args),
-                     user=LLMConfig(model="openai/oracle-user", args=args), num_trials=1, num_tasks=3,
-                     cassette=tmp_path / "cassette", record_mode=mode, save_to=tmp_path / name, prices=prices,
-                     **extra)
+    prices.write_text(
+        json.dumps(
+            {
+                model: {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}
+                for model in ("openai/oracle", "openai/oracle-user", "openai/judge-no", "openai/judge-yes")
+            }
+        )
+    )
+    extra = (
+        {}
+        if judge is None
+        else {
+            "judge": LLMConfig(model=f"openai/{judge}", args={"api_base": api_base, "api_key": "sk-unused"}),
+            "judge_window_size": WINDOW,
+        }
+    )
+    return RunConfig(
+        domain="tau2/mock",
+        agent=LLMConfig(model="openai/oracle", args=args),
+        user=LLMConfig(model="openai/oracle-user", args=args),
+        num_trials=1,
+        num_tasks=3,
+        cassette=tmp_path / "cassette",
+        record_mode=mode,
+        save_to=tmp_path / name,
+        prices=prices,
+        **extra,
+    )
 
 
 def run(tmp_path: Path, judge: str | None) -> tuple[Results, Results, int]:
@@ -61,8 +78,9 @@ def run(tmp_path: Path, judge: str | None) -> tuple[Results, Results, int]:
 
 
 def without_calls(results: Results) -> list[object]:
-    return [(s.task_id, s.termination_reason, s.reward_info, [m.content for m in s.messages])
-            for s in results.simulations]
+    return [
+        (s.task_id, s.termination_reason, s.reward_info, [m.content for m in s.messages]) for s in results.simulations
+    ]
 
 
 def test_a_judge_that_says_no_is_recorded_priced_and_replayed(tmp_path: Path) -> None:
@@ -74,14 +92,19 @@ def test_a_judge_that_says_no_is_recorded_priced_and_replayed(tmp_path: Path) ->
     # their recorded answers, keyed as serve keys them, so not every call is live).
     assert sum(c.source == "live" for s in live.simulations for c in s.calls) == requests
     # Priced from the prices file, as the agent's and the user's are.
-    assert all(s.judge_cost is not None and s.judge_cost > 0 for s in live.simulations
-               if any(c.role == "judge" for c in s.calls))
+    assert all(
+        s.judge_cost is not None and s.judge_cost > 0
+        for s in live.simulations
+        if any(c.role == "judge" for c in s.calls)
+    )
     # The judge first looks when the trajectory holds WINDOW messages: no trial is asked before that.
     for sim in live.simulations:
         asked = sum(1 for c in sim.calls if c.role == "judge")
         assert asked <= max(0, len(sim.messages) - WINDOW + 1)
-    assert {s.termination_reason for s in live.simulations} <= {TerminationReason.USER_STOP,
-                                                                 TerminationReason.AGENT_STOP}
+    assert {s.termination_reason for s in live.simulations} <= {
+        TerminationReason.USER_STOP,
+        TerminationReason.AGENT_STOP,
+    }
     assert live.info.judge_info.llm == "openai/judge-no" and live.info.judge_window_size == WINDOW
     # Strict replay: every call, the judge's included, from the cassette; the same trials.
     assert {c.source for s in replayed.simulations for c in s.calls} == {"replay"}
@@ -96,8 +119,11 @@ def test_the_judges_system_prompt_is_sent_and_named_in_run_info(tmp_path: Path) 
     oracle = Tau2Oracle("tau2/mock").start()
     try:
         prompt = "You judge loops. Answer yes or no."
-        live = execute(config(tmp_path, oracle.url, RecordMode.RECORD, "live", "judge-no").model_copy(
-            update={"judge_system_prompt": prompt})).results
+        live = execute(
+            config(tmp_path, oracle.url, RecordMode.RECORD, "live", "judge-no").model_copy(
+                update={"judge_system_prompt": prompt}
+            )
+        ).results
     finally:
         oracle.stop()
     assert live.info.judge_info.system_prompt_sha256 == hashlib.sha256(prompt.encode()).hexdigest()
@@ -141,13 +167,23 @@ def test_without_a_judge_model_no_judge_runs(tmp_path: Path) -> None:
 
 def test_judge_window_is_for_tau2_domains_and_scripted_judges_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--judge-window-size"):
-        execute(RunConfig(domain="mock", agent=LLMConfig(model="scripted/oracle"), judge_window_size=5,
-                          save_to=tmp_path / "own"))
+        execute(
+            RunConfig(
+                domain="mock", agent=LLMConfig(model="scripted/oracle"), judge_window_size=5, save_to=tmp_path / "own"
+            )
+        )
     with pytest.raises(ConfigError, match="--judge-system-prompt"):
-        execute(RunConfig(domain="mock", agent=LLMConfig(model="scripted/oracle"), judge_system_prompt="x",
-                          save_to=tmp_path / "own"))
+        execute(
+            RunConfig(
+                domain="mock",
+                agent=LLMConfig(model="scripted/oracle"),
+                judge_system_prompt="x",
+                save_to=tmp_path / "own",
+            )
+        )
     scripted = config(tmp_path, UNREACHABLE, RecordMode.REPLAY, "x", None).model_copy(
-        update={"judge": LLMConfig(model="scripted/judge-mine")})
+        update={"judge": LLMConfig(model="scripted/judge-mine")}
+    )
     with pytest.raises(ConfigError, match="judge model 'scripted/judge-mine'"):
         execute(scripted)
 

@@ -44,7 +44,6 @@ STRIDE = {"tau2/mock": 1, "tau2/airline": 5, "tau2/retail": 12, "tau2/telecom": 
 Answerer = Callable[[str, list[dict[str, Any]]], dict[str, Any]]
 
 
-
 class Recording:
     """A transport that answers with a player and keeps every request body, in canonical form."""
 
@@ -72,14 +71,20 @@ def catalog(name: str) -> Any:
 def settings(domain: str, orchestrator: str, **changes: Any) -> Tau2Settings:
     args = {"temperature": 0}
     values: dict[str, Any] = {
-        "domain": domain, "agent": LLMConfig(model="openai/agent-model", args=args),
-        "user": LLMConfig(model="user-model", args=args), "max_steps": 200, "max_errors": 10,
-        "orchestrator": orchestrator, **changes}
+        "domain": domain,
+        "agent": LLMConfig(model="openai/agent-model", args=args),
+        "user": LLMConfig(model="user-model", args=args),
+        "max_steps": 200,
+        "max_errors": 10,
+        "orchestrator": orchestrator,
+        **changes,
+    }
     return Tau2Settings(**values)
 
 
-def both(domain: str, task_id: str, answer: Callable[[], Answerer],
-         **changes: Any) -> tuple[Any, Recording, Any, Recording]:
+def both(
+    domain: str, task_id: str, answer: Callable[[], Answerer], **changes: Any
+) -> tuple[Any, Recording, Any, Recording]:
     from tauproxy.tau2bench.trial import run_tau2_trial
 
     runs = []
@@ -143,9 +148,13 @@ def test_a_task_with_a_message_history_runs_on_tau2s_orchestrator() -> None:
 
 
 def first_task(domain: str) -> Any:
-    return next(t for t in catalog(domain).tasks.values()
-                if t.evaluation_criteria is not None and t.evaluation_criteria.actions
-                and not (t.initial_state is not None and t.initial_state.message_history))
+    return next(
+        t
+        for t in catalog(domain).tasks.values()
+        if t.evaluation_criteria is not None
+        and t.evaluation_criteria.actions
+        and not (t.initial_state is not None and t.initial_state.message_history)
+    )
 
 
 def text(content: str | None) -> dict[str, Any]:
@@ -153,8 +162,11 @@ def text(content: str | None) -> dict[str, Any]:
 
 
 def call(name: str, arguments: str, call_id: str = "c1") -> dict[str, Any]:
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}],
+    }
 
 
 def scripted(agent: Callable[[int], dict[str, Any]], user: Callable[[int], dict[str, Any]]) -> Callable[[], Answerer]:
@@ -176,24 +188,31 @@ def stop_on(turn: int) -> Callable[[int], dict[str, Any]]:
 
 @pytest.mark.parametrize("domain", ["tau2/airline", "tau2/telecom"])
 def test_tool_errors_end_the_trial_at_max_errors(domain: str) -> None:
-    run = assert_same(domain, first_task(domain).id,
-                      scripted(lambda n: call("no_such_tool", "{}", f"c{n}"), stop_on(99)), max_errors=3)
+    run = assert_same(
+        domain,
+        first_task(domain).id,
+        scripted(lambda n: call("no_such_tool", "{}", f"c{n}"), stop_on(99)),
+        max_errors=3,
+    )
     assert run.termination_reason == "too_many_errors"
 
 
 def test_a_user_who_never_stops_ends_at_max_steps_even_over_a_stop() -> None:
-    run = assert_same("tau2/airline", first_task("tau2/airline").id, scripted(lambda n: text(f"a{n}"), stop_on(99)),
-                      max_steps=7)
+    run = assert_same(
+        "tau2/airline", first_task("tau2/airline").id, scripted(lambda n: text(f"a{n}"), stop_on(99)), max_steps=7
+    )
     assert run.termination_reason == "max_steps"
     # τ² lets max_steps override a stop in that same step (the user's third turn is step 5).
-    run = assert_same("tau2/airline", first_task("tau2/airline").id, scripted(lambda n: text(f"a{n}"), stop_on(3)),
-                      max_steps=5)
+    run = assert_same(
+        "tau2/airline", first_task("tau2/airline").id, scripted(lambda n: text(f"a{n}"), stop_on(3)), max_steps=5
+    )
     assert run.termination_reason == "max_steps"
 
 
 def test_empty_answers_are_asked_again_then_kept() -> None:
-    run = assert_same("tau2/airline", first_task("tau2/airline").id,
-                      scripted(lambda n: text("" if n < 3 else "ok"), stop_on(2)))
+    run = assert_same(
+        "tau2/airline", first_task("tau2/airline").id, scripted(lambda n: text("" if n < 3 else "ok"), stop_on(2))
+    )
     assert [c.role for c in run.calls][:4] == ["user", "agent", "agent", "agent"]
     # Still empty after all retries: τ² keeps the empty message and fails validating it.
     run = assert_same("tau2/airline", first_task("tau2/airline").id, scripted(lambda n: text(None), stop_on(2)))
@@ -201,14 +220,22 @@ def test_empty_answers_are_asked_again_then_kept() -> None:
 
 
 def test_malformed_arguments_and_a_user_tool_call_on_telecom() -> None:
-    run = assert_same("tau2/airline", first_task("tau2/airline").id,
-                      scripted(lambda n: call("get_user_details", "{not json"), stop_on(9)))
+    run = assert_same(
+        "tau2/airline",
+        first_task("tau2/airline").id,
+        scripted(lambda n: call("get_user_details", "{not json"), stop_on(9)),
+    )
     assert run.termination_reason == "agent_error" and "JSONDecodeError" in (run.error or "")
     telecom = first_task("tau2/telecom")
     user_tool = catalog("tau2/telecom").user_tools[0]["function"]["name"]
-    run = assert_same("tau2/telecom", telecom.id, scripted(
-        lambda n: text(f"please {n}"),
-        lambda n: call(user_tool, "{}", f"u{n}") if n == 2 else text("###STOP###" if n > 3 else "hi")))
+    run = assert_same(
+        "tau2/telecom",
+        telecom.id,
+        scripted(
+            lambda n: text(f"please {n}"),
+            lambda n: call(user_tool, "{}", f"u{n}") if n == 2 else text("###STOP###" if n > 3 else "hi"),
+        ),
+    )
     assert "user" in {m.role for m in run.messages}
     assert any(m.role == "tool" for m in run.messages)
 
@@ -229,8 +256,14 @@ settings = Tau2Settings(domain="tau2/airline", agent=LLMConfig(model="a"), user=
 run = run_tau2_trial(settings, task.id, 0, 1, Tau2PlayerTransport(Tau2Player(task)), Pricing())
 print(run.termination_reason, "litellm" in sys.modules, "openai" in sys.modules)
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False,
-                          env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-3:] == ["user_stop", "False", "False"]
 
@@ -243,8 +276,14 @@ def test_the_orchestrator_is_a_tau2_setting_named_in_run_info(tmp_path: Any) -> 
     from tauproxy.runner.run import execute
 
     with pytest.raises(ConfigError, match="--tau2-orchestrator"):
-        execute(RunConfig(domain="mock", agent=LLMConfig(model="scripted/oracle"), tau2_orchestrator="tau2",
-                          save_to=tmp_path / "own"))
+        execute(
+            RunConfig(
+                domain="mock",
+                agent=LLMConfig(model="scripted/oracle"),
+                tau2_orchestrator="tau2",
+                save_to=tmp_path / "own",
+            )
+        )
     with pytest.raises(ValidationError):
         RunConfig(domain="tau2/mock", agent=LLMConfig(model="openai/a"), tau2_orchestrator="fast")  # type: ignore[arg-type]
     for orchestrator in (OUR_ORCHESTRATOR, TAU2_ORCHESTRATOR):

@@ -67,14 +67,23 @@ def test_unsupported_version_is_refused() -> None:
 
 
 def test_what_a_tau2_run_cannot_do() -> None:
-    ok = dict(agent_model="openai/gpt-4.1", user_model="openai/gpt-4.1", solo=False, custom_prompt=False,
-              agent_impl=None, tasks_file=None, executor="thread")
+    ok = dict(
+        agent_model="openai/gpt-4.1",
+        user_model="openai/gpt-4.1",
+        solo=False,
+        custom_prompt=False,
+        agent_impl=None,
+        tasks_file=None,
+        executor="thread",
+    )
     check_tau2_run(**ok)  # type: ignore[arg-type]
-    for change, message in [({"agent_model": "scripted/oracle"}, "tauproxy's own task format"),
-                            ({"user_model": "scripted/user"}, "tauproxy's own task format"),
-                            ({"custom_prompt": True}, "τ²-bench's own prompt"),
-                            ({"executor": "dask"}, "thread or ray executor"),
-                            ({"agent_impl": "m:f"}, "τ²-bench's own agent")]:
+    for change, message in [
+        ({"agent_model": "scripted/oracle"}, "tauproxy's own task format"),
+        ({"user_model": "scripted/user"}, "tauproxy's own task format"),
+        ({"custom_prompt": True}, "τ²-bench's own prompt"),
+        ({"executor": "dask"}, "thread or ray executor"),
+        ({"agent_impl": "m:f"}, "τ²-bench's own agent"),
+    ]:
         with pytest.raises(ConfigError, match=message):
             check_tau2_run(**{**ok, **change})  # type: ignore[arg-type]
 

@@ -29,10 +29,31 @@ pytestmark = [
 
 def _run(api_base: str, cassette: Path, mode: str, save_to: Path, *extra: str) -> None:
     args = json.dumps({"api_base": api_base, "temperature": 0})
-    run_cli("run", "--domain", "tau2/mock", "--agent-llm", "openai/oracle-e40", "--user-llm", "openai/oracle-user",
-            "--agent-llm-args", args, "--user-llm-args", args, "--num-trials", "2", "--num-tasks", "4",
-            "--cassette", str(cassette), "--record-mode", mode, "--save-to", str(save_to), *extra,
-            env={"OPENAI_API_KEY": "sk-unused", "RAY_USAGE_STATS_ENABLED": "0"})
+    run_cli(
+        "run",
+        "--domain",
+        "tau2/mock",
+        "--agent-llm",
+        "openai/oracle-e40",
+        "--user-llm",
+        "openai/oracle-user",
+        "--agent-llm-args",
+        args,
+        "--user-llm-args",
+        args,
+        "--num-trials",
+        "2",
+        "--num-tasks",
+        "4",
+        "--cassette",
+        str(cassette),
+        "--record-mode",
+        mode,
+        "--save-to",
+        str(save_to),
+        *extra,
+        env={"OPENAI_API_KEY": "sk-unused", "RAY_USAGE_STATS_ENABLED": "0"},
+    )
 
 
 def test_tau2_trials_record_on_ray_and_replay_on_threads(tmp_path: Path) -> None:

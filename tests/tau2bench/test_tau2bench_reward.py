@@ -83,13 +83,35 @@ def record_and_replay(domain: str, num_tasks: int, tmp_path: Path) -> Path:
     return tmp_path / "replay"
 
 
-def _run(domain: str, num_tasks: int, api_base: str, cassette: Path, mode: str,
-         save_to: Path) -> subprocess.CompletedProcess[str]:
+def _run(
+    domain: str, num_tasks: int, api_base: str, cassette: Path, mode: str, save_to: Path
+) -> subprocess.CompletedProcess[str]:
     args = json.dumps({"api_base": api_base, "temperature": 0})
-    return run_cli("run", "--domain", domain, "--agent-llm", "openai/oracle-e40", "--user-llm",
-                   "openai/oracle-user", "--agent-llm-args", args, "--user-llm-args", args, "--num-trials", "2",
-                   "--num-tasks", str(num_tasks), "--cassette", str(cassette), "--record-mode", mode,
-                   "--save-to", str(save_to), env={"OPENAI_API_KEY": "sk-unused"}, check=False)
+    return run_cli(
+        "run",
+        "--domain",
+        domain,
+        "--agent-llm",
+        "openai/oracle-e40",
+        "--user-llm",
+        "openai/oracle-user",
+        "--agent-llm-args",
+        args,
+        "--user-llm-args",
+        args,
+        "--num-trials",
+        "2",
+        "--num-tasks",
+        str(num_tasks),
+        "--cassette",
+        str(cassette),
+        "--record-mode",
+        mode,
+        "--save-to",
+        str(save_to),
+        env={"OPENAI_API_KEY": "sk-unused"},
+        check=False,
+    )
 
 
 def _comparable(path: Path) -> Any:
@@ -101,33 +123,50 @@ def _comparable(path: Path) -> Any:
 
 
 def peer_grades(exported: Path) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", PEER_EVAL, str(exported)], capture_output=True, text=True,
-                          timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", PEER_EVAL, str(exported)], capture_output=True, text=True, timeout=300, check=False
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
 def tau2_view(exported: Path) -> str:
-    done = subprocess.run([TAU2, "view", "--file", str(exported)], input=VIEW_KEYS, capture_output=True,
-                          text=True, timeout=300, check=False, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                                                                    "PATH": "/usr/bin:/bin", "COLUMNS": "200"})
+    done = subprocess.run(
+        [TAU2, "view", "--file", str(exported)],
+        input=VIEW_KEYS,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
 
 
 # `tau2 view` imports τ² once more (seconds), so it reads one of the exports.
-@pytest.mark.parametrize(("domain", "num_tasks", "view"), [
-    ("tau2/mock", 6, False), ("tau2/airline", 3, False), ("tau2/retail", 3, False), ("tau2/telecom", 3, False),
-    ("tau2/telecom:small", 6, True),
-])
+@pytest.mark.parametrize(
+    ("domain", "num_tasks", "view"),
+    [
+        ("tau2/mock", 6, False),
+        ("tau2/airline", 3, False),
+        ("tau2/retail", 3, False),
+        ("tau2/telecom", 3, False),
+        ("tau2/telecom:small", 6, True),
+    ],
+)
 def test_reward_is_tau2s_own_and_tau2_reads_the_export(domain: str, num_tasks: int, view: bool, tmp_path: Path) -> None:
     run_dir = record_and_replay(domain, num_tasks, tmp_path)
     ours = json.loads((run_dir / "results.json").read_text())
     assert ours["info"]["engine"].startswith("tau2 ")
     if domain.startswith("tau2/telecom"):  # dual control: the user's own tools ran on τ²'s phone
-        assert any(call["requestor"] == "user" for sim in ours["simulations"] for m in sim["messages"]
-                   for call in m.get("tool_calls") or [])
+        assert any(
+            call["requestor"] == "user"
+            for sim in ours["simulations"]
+            for m in sim["messages"]
+            for call in m.get("tool_calls") or []
+        )
 
     exported = tmp_path / "as_tau2.json"
     exported.write_text(run_cli("report", str(run_dir), "--format", "tau2").stdout)

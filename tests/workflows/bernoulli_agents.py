@@ -17,21 +17,44 @@ _MESSAGE = [Message(role="assistant", content="ok")]
 
 
 def trial_of(task_id: str, trial: int, passed: bool, seed0: int, cost: float = 0.0) -> SimulationRun:
-    return SimulationRun(id=f"{task_id}:{trial}", task_id=task_id, trial=trial, seed=seed0 + trial,
-                         termination_reason="user_stop", messages=_MESSAGE,
-                         reward_info=RewardInfo(reward=float(passed)), agent_cost=cost, user_cost=0.0, judge_cost=0.0)
+    return SimulationRun(
+        id=f"{task_id}:{trial}",
+        task_id=task_id,
+        trial=trial,
+        seed=seed0 + trial,
+        termination_reason="user_stop",
+        messages=_MESSAGE,
+        reward_info=RewardInfo(reward=float(passed)),
+        agent_cost=cost,
+        user_cost=0.0,
+        judge_cost=0.0,
+    )
 
 
-def results_of(outcomes: dict[str, list[bool]], agent: str, seed0: int, cost: float = 0.0,
-               runs: list[SimulationRun] | None = None) -> Results:
+def results_of(
+    outcomes: dict[str, list[bool]], agent: str, seed0: int, cost: float = 0.0, runs: list[SimulationRun] | None = None
+) -> Results:
     tasks = [Task(id=task_id, user_scenario=UserScenario(instructions="x")) for task_id in outcomes]
     if runs is None:
-        runs = [trial_of(task_id, j, passed, seed0, cost)
-                for task_id, trials in outcomes.items() for j, passed in enumerate(trials)]
+        runs = [
+            trial_of(task_id, j, passed, seed0, cost)
+            for task_id, trials in outcomes.items()
+            for j, passed in enumerate(trials)
+        ]
     trials = max(len(v) for v in outcomes.values())
-    info = RunInfo(tauproxy_version="sim", domain="sim", domain_sha256="0" * 64, num_trials=trials, seed=seed0,
-                   trial_seeds=[seed0 + j for j in range(trials)], max_steps=1, max_errors=1,
-                   agent_info=ModelInfo(llm=agent), user_info=ModelInfo(llm="u"), judge_info=ModelInfo(llm="j"))
+    info = RunInfo(
+        tauproxy_version="sim",
+        domain="sim",
+        domain_sha256="0" * 64,
+        num_trials=trials,
+        seed=seed0,
+        trial_seeds=[seed0 + j for j in range(trials)],
+        max_steps=1,
+        max_errors=1,
+        agent_info=ModelInfo(llm=agent),
+        user_info=ModelInfo(llm="u"),
+        judge_info=ModelInfo(llm="j"),
+    )
     return Results(info=info, tasks=tasks, simulations=runs)
 
 
@@ -66,5 +89,6 @@ class BernoulliAgent:
 
 
 def baseline_of(p: Mapping[str, float], trials: int, seed: int) -> Results:
-    return results_of({task: [bool(d < q) for d in draws(task, seed)[:trials]] for task, q in p.items()},
-                      "baseline", 10_000)
+    return results_of(
+        {task: [bool(d < q) for d in draws(task, seed)[:trials]] for task, q in p.items()}, "baseline", 10_000
+    )

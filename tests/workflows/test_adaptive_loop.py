@@ -16,8 +16,7 @@ from bernoulli_agents import BernoulliAgent, baseline_of
 
 
 def settings(max_drop: float = 0.05, max_cost: float | None = None, **kwargs: object) -> AdaptiveSettings:
-    return AdaptiveSettings(max_drop=max_drop, schedule=LookSchedule(confidence=0.95), max_cost=max_cost,
-                            **kwargs)  # type: ignore[arg-type]
+    return AdaptiveSettings(max_drop=max_drop, schedule=LookSchedule(confidence=0.95), max_cost=max_cost, **kwargs)  # type: ignore[arg-type]
 
 
 def test_a_clear_regression_is_bad_at_the_first_look_with_no_more_trials() -> None:
@@ -79,6 +78,8 @@ def test_an_unknown_price_stops_before_spending_blind() -> None:
 
 def test_the_same_data_make_the_same_rounds() -> None:
     p = {f"t{i}": 0.7 for i in range(10)}
-    runs = [until_decided(BernoulliAgent(p, seed=11), baseline_of(p, 4, 12), {t: 4 for t in p}, settings())
-            for _ in range(2)]
+    runs = [
+        until_decided(BernoulliAgent(p, seed=11), baseline_of(p, 4, 12), {t: 4 for t in p}, settings())
+        for _ in range(2)
+    ]
     assert runs[0].model_dump() == runs[1].model_dump()

@@ -41,9 +41,12 @@ def false_alarms(schedule: LookSchedule, experiments: int) -> tuple[float, float
     wrong = looks = 0
     for e in range(experiments):
         agent = BernoulliAgent(TASKS, seed=e)
-        outcome = until_decided(agent, baseline_of(TASKS, 4, seed=10_000 + e), {t: 4 for t in TASKS},
-                                AdaptiveSettings(max_drop=0.0, schedule=schedule, max_cost=None, max_trials=32,
-                                                 seed=e, stop_futile=False))
+        outcome = until_decided(
+            agent,
+            baseline_of(TASKS, 4, seed=10_000 + e),
+            {t: 4 for t in TASKS},
+            AdaptiveSettings(max_drop=0.0, schedule=schedule, max_cost=None, max_trials=32, seed=e, stop_futile=False),
+        )
         wrong += outcome.final.verdict is Verdict.BAD
         looks += len(outcome.rounds)
     return wrong / experiments, looks / experiments

@@ -7,14 +7,25 @@ from tauproxy.workflows.task_choice import choose_tasks, variance_cut
 
 
 def pair(task_id: str, cand: tuple[int, int], base: tuple[int, int]) -> TaskPair:
-    return TaskPair(task_id=task_id, candidate_successes=cand[0], candidate_trials=cand[1],
-                    baseline_successes=base[0], baseline_trials=base[1], paired_by_seed=False)
+    return TaskPair(
+        task_id=task_id,
+        candidate_successes=cand[0],
+        candidate_trials=cand[1],
+        baseline_successes=base[0],
+        baseline_trials=base[1],
+        paired_by_seed=False,
+    )
 
 
 def test_discordant_then_uncertain_and_never_unanimous_agreement() -> None:
-    tasks = [pair("agree_pass", (4, 4), (4, 4)), pair("agree_fail", (0, 4), (0, 4)),
-             pair("noisy_same", (2, 4), (2, 4)), pair("dropped", (2, 4), (4, 4)),
-             pair("dropped_all", (0, 4), (4, 4)), pair("noisy_many", (4, 8), (4, 8))]
+    tasks = [
+        pair("agree_pass", (4, 4), (4, 4)),
+        pair("agree_fail", (0, 4), (0, 4)),
+        pair("noisy_same", (2, 4), (2, 4)),
+        pair("dropped", (2, 4), (4, 4)),
+        pair("dropped_all", (0, 4), (4, 4)),
+        pair("noisy_many", (4, 8), (4, 8)),
+    ]
     chosen = choose_tasks(tasks, max_trials=100)
     order = [c.task_id for c in chosen]
     assert set(order) == {"noisy_same", "dropped", "dropped_all", "noisy_many"}

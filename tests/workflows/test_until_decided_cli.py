@@ -17,14 +17,17 @@ from tauproxy_cli.run_setup import build_run_config, run_until_decided
 ORACLE = ["--domain", "mock", "--agent-llm", "scripted/oracle"]
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--until-decided"], "--until-decided needs --against BASE and --max-cost USD"),
-    (["--until-decided", "--max-cost", "1"], "--until-decided needs --against BASE:"),
-    (["--against", "."], "--against judges the run only with --until-decided"),
-    (["--until-decided", "--max-cost", "1", "--against", "nowhere"], "--against nowhere: no such file"),
-    (["--until-decided", "--max-cost", "1", "--against", ".", "--confidence", "1.5"], "--confidence 1.5"),
-    (["--until-decided", "--max-cost", "1", "--against", ".", "--undecided", "maybe"], "--undecided must be"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--until-decided"], "--until-decided needs --against BASE and --max-cost USD"),
+        (["--until-decided", "--max-cost", "1"], "--until-decided needs --against BASE:"),
+        (["--against", "."], "--against judges the run only with --until-decided"),
+        (["--until-decided", "--max-cost", "1", "--against", "nowhere"], "--against nowhere: no such file"),
+        (["--until-decided", "--max-cost", "1", "--against", ".", "--confidence", "1.5"], "--confidence 1.5"),
+        (["--until-decided", "--max-cost", "1", "--against", ".", "--undecided", "maybe"], "--undecided must be"),
+    ],
+)
 def test_usage_errors_are_one_line_before_any_trial(tmp_path: Path, extra: list[str], message: str) -> None:
     done = run_cli("run", *ORACLE, "--save-to", str(tmp_path / "run"), *extra, check=False, cwd=tmp_path)
     assert done.returncode == 2
@@ -33,8 +36,16 @@ def test_usage_errors_are_one_line_before_any_trial(tmp_path: Path, extra: list[
 
 
 def flags(tmp_path: Path, agent: str, **changes: object) -> RunFlags:
-    return replace(RunFlags(domain="mock", agent_llm=agent, num_trials=2, cassette=tmp_path / "cassette",
-                            save_to=tmp_path / agent.replace("/", "-")), **changes)  # type: ignore[arg-type]
+    return replace(
+        RunFlags(
+            domain="mock",
+            agent_llm=agent,
+            num_trials=2,
+            cassette=tmp_path / "cassette",
+            save_to=tmp_path / agent.replace("/", "-"),
+        ),
+        **changes,
+    )  # type: ignore[arg-type]
 
 
 def test_the_exit_code_is_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,8 +18,14 @@ SETTINGS = AdaptiveSettings(max_drop=0.1, schedule=LookSchedule(confidence=0.95)
 
 
 def candidate(tmp_path: Path, save_to: str, mode: RecordMode) -> RunConfig:
-    return RunConfig(domain="mock", agent=LLMConfig(model="scripted/oracle?error_rate=0.15"), num_trials=4,
-                     cassette=tmp_path / "cassette", record_mode=mode, save_to=tmp_path / save_to)
+    return RunConfig(
+        domain="mock",
+        agent=LLMConfig(model="scripted/oracle?error_rate=0.15"),
+        num_trials=4,
+        cassette=tmp_path / "cassette",
+        record_mode=mode,
+        save_to=tmp_path / save_to,
+    )
 
 
 def adaptive(config: RunConfig, baseline: Results) -> tuple[AdaptiveOutcome, list[SimulationRun]]:
@@ -43,7 +49,8 @@ def test_extra_trials_are_recorded_and_a_rerun_replays_them_free(tmp_path: Path)
     assert all(indices == list(range(8)) for indices in trials.values())  # the next indices, same directory
     assert len(saved.simulations) == len(ran) == sum(done.trials_added for done in first.rounds)
     assert {s.seed for s in saved.simulations if s.trial >= 4} and all(
-        s.seed not in {b.seed for b in baseline.simulations} for s in saved.simulations if s.trial >= 4)
+        s.seed not in {b.seed for b in baseline.simulations} for s in saved.simulations if s.trial >= 4
+    )
 
     # A fresh run directory, strict replay: the same rounds, every call from the cassette.
     again, _ = adaptive(candidate(tmp_path, "again", RecordMode.REPLAY), baseline)
