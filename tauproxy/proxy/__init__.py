@@ -1,1 +1,1 @@
-"""The proxy layer: request keys, transports (live, scripted, cassette) and the per-trial client."""
+"""The proxy layer: transports (live, scripted, local, cassette), pricing and the per-trial client."""
