@@ -11,6 +11,7 @@ made-up flag fails here instead of on a reader's machine.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -118,9 +119,15 @@ def _options(command: Any) -> set[str]:
     return names
 
 
+@functools.cache
+def _root_command() -> Any:
+    """The click command typer builds from the app (building it takes a while, so once)."""
+    return typer.main.get_command(app)
+
+
 def check_invocation(arguments: list[str]) -> list[str]:
     """What is wrong with `tauproxy ARGUMENTS`: unknown subcommands and options (empty when fine)."""
-    command = typer.main.get_command(app)
+    command = _root_command()
     path = ["tauproxy"]
     problems: list[str] = []
     for argument in arguments:
