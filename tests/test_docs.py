@@ -105,7 +105,7 @@ def tauproxy_invocations(line: str) -> list[list[str]]:
             continue
         arguments: list[str] = []
         for argument in words[index + 1 :]:
-            if set(argument) <= SHELL_PUNCTUATION:
+            if argument and set(argument) <= SHELL_PUNCTUATION:
                 break
             arguments.append(argument)
         found.append(arguments)
