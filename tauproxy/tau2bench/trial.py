@@ -30,7 +30,7 @@ import uuid
 from typing import Any
 
 from tauproxy.data_model.call import CallRecord, CallRole, role_cost
-from tauproxy.data_model.key import ConversationKeys, TrialScope
+from tauproxy.data_model.key import SERVE_SCOPE, ConversationKeys, TrialScope
 from tauproxy.data_model.result import RewardInfo, SimulationRun, TerminationReason
 from tauproxy.errors import CassetteWriteError, InfrastructureError, ModelCallError, ReplayMissError
 from tauproxy.proxy.client import ModelClient
@@ -38,7 +38,7 @@ from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 from tauproxy.redact import redact_text
 from tauproxy.results.tau2_format import tau2_to_results
-from tauproxy.tau2bench.bridge import SERVE_SCOPE, TrialBridge, tau2_model_name
+from tauproxy.tau2bench.bridge import TrialBridge, tau2_model_name
 from tauproxy.tau2bench.domain import Tau2Catalog, load_catalog
 from tauproxy.tau2bench.environments import environment_factory
 from tauproxy.tau2bench.grade import grade
