@@ -29,8 +29,8 @@ key adds: the seed carried in the request, the trial scope (task id, trial) and 
 of this request key within the scope (0 for the first time, 1 for an identical second call, ...).
 `identify` is the one place that computes it, for the in-process client and for `tauproxy serve`
 alike, with an `Occurrences` counter that hands out the occurrence numbers. A request that names no
-trial (serve without a scope header, τ²-bench's own calls) is identified in SERVE_SCOPE without a
-counter: always occurrence 0.
+trial (serve without a scope header, τ²-bench's own calls) is identified by `identify_unscoped`: in
+SERVE_SCOPE, without a counter, always occurrence 0.
 """
 
 from __future__ import annotations
@@ -364,3 +364,12 @@ def identify(
         sample_key=sample_key(key, seed, scope.task_id, scope.trial, slot.occurrence),
     )
     return identity, slot.call_index
+
+
+def identify_unscoped(wire: dict[str, Any], keys: ConversationKeys | None = None) -> tuple[SampleIdentity, int]:
+    """The sample identity of a request that names no trial, and its call index (always 0).
+
+    `tauproxy serve` without a scope header and τ²-bench's own calls through the bridge both
+    identify this way: in SERVE_SCOPE, without an occurrence counter, so one cassette serves both.
+    """
+    return identify(wire, SERVE_SCOPE, None, keys)

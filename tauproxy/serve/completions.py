@@ -29,7 +29,7 @@ import anyio.to_thread
 
 from tauproxy.data_model.call import CallRole, CallSource, ModelCall
 from tauproxy.data_model.completion import Completion
-from tauproxy.data_model.key import SERVE_SCOPE, Occurrences, TrialScope, identify, without_connection_settings
+from tauproxy.data_model.key import Occurrences, TrialScope, identify, identify_unscoped, without_connection_settings
 from tauproxy.errors import CassetteError, ModelCallError, ReplayMissError
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.pricing import Pricing
@@ -83,7 +83,7 @@ class CompletionService:
         """
         wire = without_connection_settings(body)
         if scope is None:
-            identity, call_index = identify(wire, SERVE_SCOPE, None)
+            identity, call_index = identify_unscoped(wire)
         else:
             identity, call_index = identify(wire, scope, self.occurrences)
         route = self.routes.route(str(wire["model"]))

@@ -12,7 +12,7 @@ as it would for `tau2 run --agent-llm openai/<model> --agent-llm-args '{"api_bas
 client catches the JSON body at the HTTP layer, and that body is what is identified and answered:
 
     wire      the body without connection settings (`without_connection_settings`), as `tauproxy serve` keys it
-    identity  `identify(wire, SERVE_SCOPE, None)`: one sample per request in serve's fixed scope,
+    identity  `identify_unscoped(wire)`: one sample per request in serve's fixed scope,
               exactly what `tauproxy serve` gives a request without a scope header
     answer    `ModelClient.complete_wire`: the cassette layer, then the provider router, which
               sends the body on through litellm under the model as configured (`upstream_model`)
@@ -32,7 +32,7 @@ from functools import cache
 from typing import Any
 
 from tauproxy.data_model.call import CallRole
-from tauproxy.data_model.key import SERVE_SCOPE, without_connection_settings
+from tauproxy.data_model.key import without_connection_settings
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.proxy.client import ModelClient
 
@@ -104,7 +104,7 @@ class TrialBridge:
             body = json.loads(request.content)
             wire = without_connection_settings(body)
             try:
-                completion = self.client.complete_wire(wire, role, SERVE_SCOPE, connection, config.model)
+                completion = self.client.complete_wire(wire, role, connection, config.model)
             except BaseException as exc:
                 self.failure = exc
                 raise BridgeFailure(str(exc)) from exc

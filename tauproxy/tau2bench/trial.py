@@ -30,7 +30,7 @@ import uuid
 from typing import Any
 
 from tauproxy.data_model.call import CallRecord, CallRole, role_cost
-from tauproxy.data_model.key import SERVE_SCOPE, ConversationKeys, TrialScope
+from tauproxy.data_model.key import ConversationKeys, TrialScope
 from tauproxy.data_model.result import RewardInfo, SimulationRun, TerminationReason
 from tauproxy.errors import CassetteWriteError, InfrastructureError, ModelCallError, ReplayMissError
 from tauproxy.proxy.client import ModelClient
@@ -85,9 +85,7 @@ def _on_our_orchestrator(
     def ask(role: str, body: dict[str, Any]) -> dict[str, Any]:
         config = settings.agent if role == AGENT else settings.user
         try:
-            return client.complete_wire(
-                body, role_of(role), SERVE_SCOPE, connections[role], config.model, keys[role]
-            ).body
+            return client.complete_wire(body, role_of(role), connections[role], config.model, keys[role]).body
         except BaseException as exc:
             failure.append(exc)
             raise

@@ -2,8 +2,9 @@
 
 - which request fields are connection settings (EXCLUDED_PARAMS: never keyed, never on disk), and
   the one filter that drops them (`without_connection_settings`);
-- the scope of a request that names no trial (SERVE_SCOPE: `tauproxy serve` without a scope header,
-  and τ²-bench's own calls through the bridge, which must identify requests exactly as serve does).
+- how a request that names no trial is identified (`identify_unscoped`: in SERVE_SCOPE, without an
+  occurrence counter), for `tauproxy serve` without a scope header and for τ²-bench's own calls
+  through the bridge, which must identify requests exactly as serve does.
 
 A second copy could drift from the first without any behaviour test noticing until a cassette stops
 replaying, so the sources are read (with `ast`, nothing executed) for one.
@@ -94,7 +95,12 @@ def constant_scopes(source: str, path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("check", [connection_name_sets, connection_filters, constant_scopes])
+def serve_scope_uses(source: str, path: Path) -> list[str]:
+    """SERVE_SCOPE named outside key.py: the no-trial policy applied by hand, not by `identify_unscoped`."""
+    return [f"{path}:{n.lineno}" for n in ast.walk(ast.parse(source)) if _name_of(n) == "SERVE_SCOPE"]
+
+
+@pytest.mark.parametrize("check", [connection_name_sets, connection_filters, constant_scopes, serve_scope_uses])
 def test_written_only_in_key_py(check: object) -> None:
     assert callable(check)
     found = [hit for path in _sources() if path != KEY_MODULE for hit in check((ROOT / path).read_text("utf-8"), path)]
@@ -116,6 +122,8 @@ def test_key_py_holds_each_definition() -> None:
         (connection_filters, "wire = {k: v for k, v in body.items() if k not in key.EXCLUDED_PARAMS}\n"),
         (constant_scopes, 'SCOPE = TrialScope(task_id="serve", trial=0)\n'),
         (constant_scopes, 'SCOPE = key.TrialScope("serve", 0)\n'),
+        (serve_scope_uses, "identity, _ = identify(wire, SERVE_SCOPE, None)\n"),
+        (serve_scope_uses, "client.complete_wire(wire, role, key.SERVE_SCOPE, connection)\n"),
     ],
 )
 def test_the_checks_see_a_second_copy(check: object, copy: str) -> None:
