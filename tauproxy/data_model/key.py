@@ -282,10 +282,8 @@ class TrialScope(BaseModel):
     trial: int
 
 
-# The one scope of a request that names no trial: `tauproxy serve` without a scope header, and
-# τ²-bench's own calls through the bridge (tauproxy/tau2bench), identified as serve identifies them
-# so that one cassette serves both. Such a request is identified without an occurrence counter,
-# always occurrence 0: one sample per distinct request (serve/identity.py says why).
+# The scope of every request that names no trial (`identify_unscoped`; serve/identity.py says why
+# such a request has no occurrence counter).
 SERVE_SCOPE = TrialScope(task_id="serve", trial=0)
 
 
