@@ -12,7 +12,9 @@ IN the key (anything that can change the output):
     every other parameter: temperature, top_p, seed, max_tokens, stop, response_format, n, ...
                   (unknown parameters are included: when in doubt, a parameter is in the key)
 
-NOT in the key (EXCLUDED_PARAMS; none of them changes what the model says):
+NOT in the key (EXCLUDED_PARAMS; none of them changes what the model says, none is ever written to
+disk; `without_connection_settings` is the one filter that drops them, wherever a body or llm args
+are keyed, recorded or compared):
     api_key, api_base, base_url, api_version, organization   where and as whom the call goes
     aws_access_key_id, aws_secret_access_key, aws_session_token,
     vertex_credentials, authorization                          provider credentials: secrets, never stored
@@ -26,7 +28,9 @@ A sample is one draw from a request. k trials at temperature 0 are still k sampl
 key adds: the seed carried in the request, the trial scope (task id, trial) and the occurrence number
 of this request key within the scope (0 for the first time, 1 for an identical second call, ...).
 `identify` is the one place that computes it, for the in-process client and for `tauproxy serve`
-alike, with an `Occurrences` counter that hands out the occurrence numbers.
+alike, with an `Occurrences` counter that hands out the occurrence numbers. A request that names no
+trial (serve without a scope header, τ²-bench's own calls) is identified by `identify_unscoped`: in
+SERVE_SCOPE, without a counter, always occurrence 0.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import hashlib
 import json
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,30 +47,47 @@ from pydantic import BaseModel, ConfigDict
 
 KEY_VERSION = 1
 
+# The one list of request fields that are never part of a key and never written to disk, each with
+# why it changes nothing the model says. `without_connection_settings` is the one filter over it.
 EXCLUDED_PARAMS: frozenset[str] = frozenset(
     {
+        # where and as whom the call goes
         "api_key",
         "api_base",
         "base_url",
         "api_version",
         "organization",
-        "headers",
-        "extra_headers",
-        "timeout",
-        "request_timeout",
-        "num_retries",
-        "max_retries",
-        "metadata",
+        # provider credentials: secrets, never stored
         "aws_access_key_id",
         "aws_secret_access_key",
         "aws_session_token",
         "vertex_credentials",
         "authorization",
+        # transport detail, may hold secrets
+        "headers",
+        "extra_headers",
+        # how long and how often to try
+        "timeout",
+        "request_timeout",
+        "num_retries",
+        "max_retries",
+        # bookkeeping; a stream is recorded assembled, so it matches a non-stream
+        "metadata",
         "user",
         "stream",
         "stream_options",
     }
 )
+
+
+def without_connection_settings(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A request body or llm args with every EXCLUDED_PARAMS field dropped, the rest as given.
+
+    What is keyed, recorded and compared: where, as whom, how long and how often a call is sent
+    never changes an answer, so none of it reaches a key, a cassette or a run directory.
+    """
+    return {name: value for name, value in params.items() if name not in EXCLUDED_PARAMS}
+
 
 STRUCTURAL_FIELDS = ("model", "messages", "tools", "tool_choice")
 
@@ -260,6 +282,11 @@ class TrialScope(BaseModel):
     trial: int
 
 
+# The scope of every request that names no trial (`identify_unscoped`; serve/identity.py says why
+# such a request has no occurrence counter).
+SERVE_SCOPE = TrialScope(task_id="serve", trial=0)
+
+
 class SampleIdentity(BaseModel):
     """Which sample a call is: its request key plus seed, scope and occurrence, and their hash."""
 
@@ -335,3 +362,12 @@ def identify(
         sample_key=sample_key(key, seed, scope.task_id, scope.trial, slot.occurrence),
     )
     return identity, slot.call_index
+
+
+def identify_unscoped(wire: dict[str, Any], keys: ConversationKeys | None = None) -> tuple[SampleIdentity, int]:
+    """The sample identity of a request that names no trial, and its call index (always 0).
+
+    `tauproxy serve` without a scope header and τ²-bench's own calls through the bridge both
+    identify this way: in SERVE_SCOPE, without an occurrence counter, so one cassette serves both.
+    """
+    return identify(wire, SERVE_SCOPE, None, keys)

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from tauproxy.data_model.call import ModelRequest, ModelResponse, Usage
-from tauproxy.data_model.key import EXCLUDED_PARAMS, canonical_arguments
+from tauproxy.data_model.key import canonical_arguments, without_connection_settings
 from tauproxy.data_model.message import Message, ToolCall
 
 
@@ -40,7 +40,7 @@ def request_to_wire(request: ModelRequest) -> dict[str, Any]:
         body["tools"] = [tool.model_dump(mode="json") for tool in request.tools]
     if request.tool_choice is not None:
         body["tool_choice"] = request.tool_choice
-    body.update({k: v for k, v in request.params.items() if k not in EXCLUDED_PARAMS})
+    body.update(without_connection_settings(request.params))
     return body
 
 

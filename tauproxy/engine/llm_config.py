@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tauproxy.data_model.call import ConnectionSettings
-from tauproxy.data_model.key import EXCLUDED_PARAMS
+from tauproxy.data_model.key import without_connection_settings
 from tauproxy.data_model.result import ModelInfo
 from tauproxy.redact import redact_llm_args
 
@@ -25,7 +25,7 @@ class LLMConfig(BaseModel):
 
     def params(self, seed: int | None) -> dict[str, Any]:
         """Sampling parameters for one trial; the per-trial seed travels in every request."""
-        params = {k: v for k, v in self.args.items() if k not in EXCLUDED_PARAMS}
+        params = without_connection_settings(self.args)
         if seed is not None:
             params["seed"] = seed
         return params

@@ -18,7 +18,7 @@ from tauproxy.data_model.call import (
     ModelResponse,
 )
 from tauproxy.data_model.completion import Completion
-from tauproxy.data_model.key import ConversationKeys, Occurrences, TrialScope, identify
+from tauproxy.data_model.key import ConversationKeys, Occurrences, TrialScope, identify, identify_unscoped
 from tauproxy.data_model.wire import request_to_wire
 from tauproxy.errors import InfrastructureError, ModelCallError
 from tauproxy.proxy.pricing import Pricing
@@ -40,15 +40,14 @@ class ModelClient:
         self,
         wire: dict[str, Any],
         role: CallRole,
-        scope: TrialScope,
         connection: ConnectionSettings,
         upstream_model: str | None = None,
         keys: ConversationKeys | None = None,
     ) -> Completion:
         """A request body another harness built (τ²-bench's own agent and user, tauproxy/tau2bench),
-        identified as `tauproxy serve` identifies a request without a scope header: one sample per
-        request in `scope`, no occurrence counting, so the two share one cassette."""
-        identity, _ = identify(wire, scope, None, keys)
+        identified as `tauproxy serve` identifies a request without a scope header (`identify_unscoped`):
+        one sample per request, no occurrence counting, so the two share one cassette."""
+        identity, _ = identify_unscoped(wire, keys)
         call = ModelCall(wire, identity, role, len(self.records), connection=connection, upstream_model=upstream_model)
         return self._send(call, upstream_model or str(wire["model"]))
 

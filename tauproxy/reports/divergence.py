@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tauproxy.data_model.call import CallRecord, CallRole
-from tauproxy.data_model.key import EXCLUDED_PARAMS, canonical_json
+from tauproxy.data_model.key import canonical_json, without_connection_settings
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import ModelInfo, RunInfo, SimulationRun
 from tauproxy.data_model.task import Task
@@ -71,7 +71,7 @@ class Divergence(BaseModel):
 
 def _sampling_args(info: ModelInfo) -> dict[str, Any]:
     # Connection settings (api_base, timeouts, ...) never change an answer; a new stub port is no change.
-    return {k: v for k, v in info.llm_args.items() if k not in EXCLUDED_PARAMS}
+    return without_connection_settings(info.llm_args)
 
 
 def setting_changes(a: RunInfo, b: RunInfo) -> dict[str, tuple[Any, Any]]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from tauproxy.data_model.key import EXCLUDED_PARAMS
+from tauproxy.data_model.key import without_connection_settings
 from tauproxy.data_model.result import Results, RunInfo, SimulationRun, TerminationReason
 from tauproxy.data_model.task import Task
 from tauproxy.errors import ConfigError
@@ -179,7 +179,7 @@ def _comparable(info: RunInfo) -> dict[str, Any]:
     dump = info.model_dump(mode="json")
     for role in _ROLES:
         args = dump[role]["llm_args"]
-        dump[role]["llm_args"] = {name: value for name, value in args.items() if name not in EXCLUDED_PARAMS}
+        dump[role]["llm_args"] = without_connection_settings(args)
     return dump
 
 

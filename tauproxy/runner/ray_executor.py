@@ -68,7 +68,9 @@ def import_ray() -> ModuleType:
         import ray
     except ImportError as exc:
         raise ConfigError(f"--executor ray needs Ray, which cannot be imported ({exc}): {INSTALL_HINT}") from None
-    return ray
+    # Typed here so the check does not depend on the extra: without Ray installed, mypy sees `ray` as Any.
+    module: ModuleType = ray
+    return module
 
 
 class RayExecutor:

@@ -29,7 +29,7 @@ import anyio.to_thread
 
 from tauproxy.data_model.call import CallRole, CallSource, ModelCall
 from tauproxy.data_model.completion import Completion
-from tauproxy.data_model.key import EXCLUDED_PARAMS, Occurrences, TrialScope, identify
+from tauproxy.data_model.key import Occurrences, TrialScope, identify, identify_unscoped, without_connection_settings
 from tauproxy.errors import CassetteError, ModelCallError, ReplayMissError
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.pricing import Pricing
@@ -38,7 +38,6 @@ from tauproxy.proxy.transport import Transport
 from tauproxy.results.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
 from tauproxy.serve.config import UpstreamMap
 from tauproxy.serve.errors import HttpError
-from tauproxy.serve.identity import DEFAULT_SCOPE
 from tauproxy.serve.roles import recognise_role
 from tauproxy.serve.runlog import RunLog, RunLogLine
 from tauproxy.serve.stats import ServeStats
@@ -82,9 +81,9 @@ class CompletionService:
         Without one (serve/identity.py), identical requests are one sample: nothing depends on
         arrival order or on what this process served before.
         """
-        wire = {name: value for name, value in body.items() if name not in EXCLUDED_PARAMS}
+        wire = without_connection_settings(body)
         if scope is None:
-            identity, call_index = identify(wire, DEFAULT_SCOPE, None)
+            identity, call_index = identify_unscoped(wire)
         else:
             identity, call_index = identify(wire, scope, self.occurrences)
         route = self.routes.route(str(wire["model"]))

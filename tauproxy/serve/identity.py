@@ -8,7 +8,8 @@ What the server cannot see is the harness's trial, so it is told or not:
   one trial are k samples. A failed attempt (upstream error, replay miss, an answer that could not be
   recorded) gives its occurrence number back, so a client's retry is the same sample as its try.
 - Without it, a sample is the request itself: its key (model, messages, tools, every sampling
-  parameter) and its seed, in the fixed scope ("serve", 0), always occurrence 0. Identical requests
+  parameter) and its seed, in the fixed scope ("serve", 0) (`key.SERVE_SCOPE`, which τ²-bench's own
+  calls through tauproxy/tau2bench share), always occurrence 0. Identical requests
   are one sample, however many conversations send them and in whatever order they arrive.
 
 Why no counter without the header. A counter in arrival order breaks two ways: a second run against
@@ -42,7 +43,6 @@ from tauproxy.serve.errors import HttpError
 
 SCOPE_HEADER = "x-tauproxy-scope"
 ROLE_HEADER = "x-tauproxy-role"
-DEFAULT_SCOPE = TrialScope(task_id="serve", trial=0)
 _ROLES: tuple[str, ...] = get_args(CallRole)
 
 

@@ -11,8 +11,8 @@ HTTP transport never leaves the process (`httpx.MockTransport`). litellm builds 
 as it would for `tau2 run --agent-llm openai/<model> --agent-llm-args '{"api_base": <serve>}'`; the
 client catches the JSON body at the HTTP layer, and that body is what is identified and answered:
 
-    wire      the body without connection settings (EXCLUDED_PARAMS), as `tauproxy serve` keys it
-    identity  `identify(wire, SERVE_SCOPE, None)`: one sample per request in serve's fixed scope,
+    wire      the body without connection settings (`without_connection_settings`), as `tauproxy serve` keys it
+    identity  `identify_unscoped(wire)`: one sample per request in serve's fixed scope,
               exactly what `tauproxy serve` gives a request without a scope header
     answer    `ModelClient.complete_wire`: the cassette layer, then the provider router, which
               sends the body on through litellm under the model as configured (`upstream_model`)
@@ -32,13 +32,10 @@ from functools import cache
 from typing import Any
 
 from tauproxy.data_model.call import CallRole
-from tauproxy.data_model.key import EXCLUDED_PARAMS, TrialScope
+from tauproxy.data_model.key import without_connection_settings
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.proxy.client import ModelClient
 
-# `tauproxy serve`'s scope for a request without a scope header (serve/identity.py DEFAULT_SCOPE,
-# a layer above; tests/tau2bench checks the two are equal).
-SERVE_SCOPE = TrialScope(task_id="serve", trial=0)
 # Never contacted: the client's transport answers in-process.
 BRIDGE_URL = "http://tauproxy.invalid/v1"
 BRIDGE_KEY = "tauproxy-bridge"  # a placeholder the OpenAI client insists on; never sent anywhere
@@ -105,9 +102,9 @@ class TrialBridge:
             if self.failure is not None:
                 raise BridgeFailure(str(self.failure))
             body = json.loads(request.content)
-            wire = {name: value for name, value in body.items() if name not in EXCLUDED_PARAMS}
+            wire = without_connection_settings(body)
             try:
-                completion = self.client.complete_wire(wire, role, SERVE_SCOPE, connection, config.model)
+                completion = self.client.complete_wire(wire, role, connection, config.model)
             except BaseException as exc:
                 self.failure = exc
                 raise BridgeFailure(str(exc)) from exc

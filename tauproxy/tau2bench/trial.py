@@ -38,7 +38,7 @@ from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 from tauproxy.redact import redact_text
 from tauproxy.results.tau2_format import tau2_to_results
-from tauproxy.tau2bench.bridge import SERVE_SCOPE, TrialBridge, tau2_model_name
+from tauproxy.tau2bench.bridge import TrialBridge, tau2_model_name
 from tauproxy.tau2bench.domain import Tau2Catalog, load_catalog
 from tauproxy.tau2bench.environments import environment_factory
 from tauproxy.tau2bench.grade import grade
@@ -85,9 +85,7 @@ def _on_our_orchestrator(
     def ask(role: str, body: dict[str, Any]) -> dict[str, Any]:
         config = settings.agent if role == AGENT else settings.user
         try:
-            return client.complete_wire(
-                body, role_of(role), SERVE_SCOPE, connections[role], config.model, keys[role]
-            ).body
+            return client.complete_wire(body, role_of(role), connections[role], config.model, keys[role]).body
         except BaseException as exc:
             failure.append(exc)
             raise

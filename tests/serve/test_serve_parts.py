@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from tauproxy.data_model.key import Occurrences, TrialScope
+from tauproxy.data_model.key import SERVE_SCOPE, Occurrences, TrialScope
 from tauproxy.data_model.wire import normalise_response
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.serve.completions import upstream_http_error
 from tauproxy.serve.config import ServeConfig, load_upstream_map
 from tauproxy.serve.errors import HttpError
-from tauproxy.serve.identity import DEFAULT_SCOPE, parse_role, parse_scope
+from tauproxy.serve.identity import parse_role, parse_scope
 from tauproxy.serve.sse import sse_body
 
 COMPLETION: dict[str, Any] = {
@@ -64,7 +64,7 @@ def test_sse_carries_tool_calls_and_the_usage_chunk() -> None:
 
 
 def test_scope_header() -> None:
-    assert parse_scope(None) is None and TrialScope(task_id="serve", trial=0) == DEFAULT_SCOPE
+    assert parse_scope(None) is None and TrialScope(task_id="serve", trial=0) == SERVE_SCOPE
     assert parse_scope("airline/task 3/2") == TrialScope(task_id="airline/task 3", trial=2)
     for bad in ("3", "task/", "/1", "task/x"):
         with pytest.raises(HttpError) as caught:
@@ -79,10 +79,10 @@ def test_occurrences_count_per_scope_and_key_in_claim_order() -> None:
     counter = Occurrences()
     other = TrialScope(task_id="t", trial=1)
     slots = [
-        counter.take(DEFAULT_SCOPE, "k"),
-        counter.take(DEFAULT_SCOPE, "k"),
+        counter.take(SERVE_SCOPE, "k"),
+        counter.take(SERVE_SCOPE, "k"),
         counter.take(other, "k"),
-        counter.take(DEFAULT_SCOPE, "j"),
+        counter.take(SERVE_SCOPE, "j"),
     ]
     assert [(s.occurrence, s.call_index) for s in slots] == [(0, 0), (1, 1), (0, 0), (0, 2)]
 

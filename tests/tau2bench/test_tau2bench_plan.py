@@ -7,14 +7,9 @@ import random
 import pytest
 
 from tauproxy.errors import ConfigError
-from tauproxy.serve.identity import DEFAULT_SCOPE
 from tauproxy.tau2bench import peer
-from tauproxy.tau2bench.bridge import SERVE_SCOPE, TAU2_DEFAULT_LLM_ARGS, tau2_llm_args, tau2_model_name
+from tauproxy.tau2bench.bridge import TAU2_DEFAULT_LLM_ARGS, tau2_llm_args, tau2_model_name
 from tauproxy.tau2bench.plan import check_tau2_run, tau2_trial_seeds
-
-
-def test_bridge_identifies_in_serves_scope() -> None:
-    assert SERVE_SCOPE == DEFAULT_SCOPE
 
 
 def test_seeds_are_tau2s() -> None:

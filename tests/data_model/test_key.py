@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tauproxy.data_model.call import ConnectionSettings, ModelRequest
-from tauproxy.data_model.key import EXCLUDED_PARAMS, request_key, sample_key
+from tauproxy.data_model.key import EXCLUDED_PARAMS, request_key, sample_key, without_connection_settings
 from tauproxy.data_model.message import Message, ToolCall
 from tauproxy.data_model.wire import request_to_wire
 
@@ -97,6 +97,70 @@ def test_excluded_set_is_what_the_docstring_lists() -> None:
 
     for name in EXCLUDED_PARAMS:
         assert name in (key_module.__doc__ or "")
+
+
+# Every field the filter drops, with a value of the kind a caller passes.
+CONNECTION_FIELDS: list[tuple[str, Any]] = [
+    ("api_key", "sk-secret"),
+    ("api_base", "http://127.0.0.1:9/v1"),
+    ("base_url", "http://127.0.0.1:9/v1"),
+    ("api_version", "2024-06-01"),
+    ("organization", "org-x"),
+    ("aws_access_key_id", "AKIA"),
+    ("aws_secret_access_key", "secret"),
+    ("aws_session_token", "token"),
+    ("vertex_credentials", "{}"),
+    ("authorization", "Bearer x"),
+    ("headers", {"X-Key": "k"}),
+    ("extra_headers", {"Authorization": "Bearer x"}),
+    ("timeout", 3),
+    ("request_timeout", 3),
+    ("num_retries", 5),
+    ("max_retries", 5),
+    ("metadata", {"run": "x"}),
+    ("user", "someone"),
+    ("stream", True),
+    ("stream_options", {"include_usage": True}),
+]
+
+# Fields the filter keeps: everything that can change an answer, unknown names included.
+KEY_FIELDS: list[tuple[str, Any]] = [
+    ("model", "openai/gpt-4.1"),
+    ("messages", [{"role": "user", "content": "hi"}]),
+    ("tools", [{"type": "function", "function": {"name": "f"}}]),
+    ("tool_choice", "auto"),
+    ("temperature", 0.0),
+    ("top_p", 0.5),
+    ("seed", 7),
+    ("max_tokens", 100),
+    ("stop", ["\n"]),
+    ("response_format", {"type": "json_object"}),
+    ("n", 1),
+    ("reasoning_effort", "low"),
+    ("a_parameter_no_one_has_heard_of", 1),
+    ("Timeout", 3),  # names are matched exactly: a differently spelt name is kept, so it is keyed
+]
+
+
+def test_the_table_names_every_connection_field() -> None:
+    assert {name for name, _ in CONNECTION_FIELDS} == EXCLUDED_PARAMS
+
+
+@pytest.mark.parametrize(("name", "value"), CONNECTION_FIELDS)
+def test_without_connection_settings_drops(name: str, value: Any) -> None:
+    assert without_connection_settings({"temperature": 0, name: value}) == {"temperature": 0}
+
+
+@pytest.mark.parametrize(("name", "value"), KEY_FIELDS)
+def test_without_connection_settings_keeps(name: str, value: Any) -> None:
+    assert without_connection_settings({"api_base": "http://x/v1", name: value}) == {name: value}
+
+
+def test_without_connection_settings_keeps_nulls_and_leaves_its_argument_alone() -> None:
+    """It drops names only: a null value stays (the key drops nulls itself), the input is unchanged."""
+    args = {"api_key": "sk-x", "temperature": None, "seed": 3}
+    assert without_connection_settings(args) == {"temperature": None, "seed": 3}
+    assert args == {"api_key": "sk-x", "temperature": None, "seed": 3}
 
 
 def test_sample_identity_separates_trials_seeds_and_occurrences() -> None:
