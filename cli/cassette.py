@@ -213,7 +213,9 @@ def verify(
         for problem in report.problems:
             _out.print(problem, markup=False)
         if not report.problems:
-            _out.print(Text(f"ok: {len(cassette)} calls, {cassette.messages_stored()} messages", style="green"))
+            _out.print(
+                Text(f"ok: {len(cassette)} calls, {cassette.inspector.messages_stored()} messages", style="green")
+            )
     if report.problems:
         raise typer.Exit(1)
 
@@ -256,13 +258,14 @@ def prune(
 ) -> None:
     """Keep only the calls used by the given runs: `prune DIR --runs RUN_DIR [RUN_DIR...]`."""
     from tauproxy.errors import ConfigError
+    from tauproxy.results.keys_used import sample_keys_used
     from tauproxy.store.maintenance import prune as prune_cassette
 
     with _errors():
         run_dirs = [*(runs or []), *(more_runs or [])]
         if not run_dirs:
             raise ConfigError("give at least one --runs RUN_DIR whose calls to keep")
-        keep = set().union(*(_keys_used_by(path) for path in run_dirs))
+        keep = sample_keys_used(run_dirs)
         if not keep:
             raise ConfigError("the given runs used no recorded calls; refusing to prune every call")
         cassette = _open(directory)
@@ -272,27 +275,6 @@ def prune(
         _print_json({"before": before, "removed": removed, "kept": len(cassette)})
         return
     _out.print(f"pruned {removed} of {before} calls; {len(cassette)} kept", markup=False)
-
-
-def _keys_used_by(run: Path) -> set[str]:
-    """The sample keys a run used: its results' call records, plus every call its serve run log
-    answered (judge calls join no message, yet the run needs them replayed)."""
-    from tauproxy.errors import ConfigError
-    from tauproxy.results.load import is_tau2_file, results_file_of
-    from tauproxy.results.run_log import logged_sample_keys, read_run_log, run_log_beside, run_log_path_for
-    from tauproxy.store.maintenance import sample_keys_used
-
-    log = run_log_beside(results_file_of(run))
-    logged = logged_sample_keys(read_run_log(log)) if log is not None else set()
-    if is_tau2_file(run):
-        if log is None:
-            # Its calls are unknown: pruning by it would drop every call it replayed.
-            raise ConfigError(
-                f"{run}: a τ²-bench file records no model calls; put the `tauproxy serve --run-log` of that "
-                f"run beside it as {run_log_path_for(results_file_of(run)).name} to prune by it"
-            )
-        return logged
-    return sample_keys_used([run]) | logged
 
 
 @app.command("compact")

@@ -1,8 +1,10 @@
 """ModelClient: the one seam that the agent, the user simulator and the judge call.
 
 One client serves one trial. It gives every call its identity (`key.identify`: key, occurrence,
-sample key), hands it to the transport stack, prices the answer and keeps a CallRecord, so results
-show per call whether it was live or replayed and what it cost.
+sample key), hands it to the transport stack and keeps a CallRecord, so results show per call
+whether it was live or replayed and what it cost. The stack prices every answer (priced.py); the
+client puts a pricing step on top of the transport it is given, which prices only what no step
+below did (a bare transport: a test's mock, a local model).
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.key import ConversationKeys, Occurrences, TrialScope, identify, identify_unscoped
 from tauproxy.data_model.wire import request_to_wire
 from tauproxy.errors import InfrastructureError, ModelCallError
+from tauproxy.proxy.priced import PricedTransport, cost_of
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 
 
 class ModelClient:
     def __init__(self, transport: Transport, pricing: Pricing, scope: TrialScope) -> None:
-        self._transport = transport
-        self._pricing = pricing
+        self._transport = PricedTransport(transport, pricing)
         self.scope = scope
         self._occurrences = Occurrences()
         self.records: list[CallRecord] = []
@@ -62,8 +64,7 @@ class ModelClient:
             # trial must be excluded, not scored 0 as if the agent had erred.
             raise ModelCallError(f"{model}: {type(exc).__name__}: {exc}") from exc
         usage = completion.usage
-        # The cassette layer has priced it; without a cassette the same rule prices it here.
-        cost = completion.cost or self._pricing.call_cost(call, usage)
+        cost = cost_of(completion)
         self.records.append(
             CallRecord(
                 index=call.call_index,

@@ -6,12 +6,15 @@ only what happens to a new recording differs (appended at once, or collected for
 It wraps the live transport. In replay mode there is no live transport at all, so a replay can never
 reach the network or import a provider SDK.
 
-What a call costs is decided here too, by one rule (`Pricing.call_cost`): a live call at this run's
-prices; a replay at this run's prices as well (what it saved), falling back to the price recorded
-with it when its model has no price now.
+What a call costs is decided by the pricing step (priced.py), which this layer applies once: under
+it to a live answer (so the cost is recorded with the call), here to a replay (at this run's prices,
+what it saved, falling back to the price recorded with it when its model has no price now).
 
-A live answer is returned in the form a replay of it will have (`Cassette.response_of`), so the
+A live answer is returned in the form a replay of it will have (`wire_form.replay_form`), so the
 first run and its replay see the same answers.
+
+Serve looks a call up on its event loop and sends only a miss to a worker thread, so the layer has
+the two halves as entry points too: `replay` (hit or None) and `complete_miss`.
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from pathlib import Path
 
 from tauproxy.data_model.call import Cost, ModelCall
 from tauproxy.data_model.completion import CallRecording, Completion
-from tauproxy.errors import CassetteError, CassetteWriteError, ReplayMissError
+from tauproxy.errors import CassetteError, CassetteWriteError, ReplayMiss, ReplayMissError
 from tauproxy.proxy.modes import RecordMode
+from tauproxy.proxy.priced import PricedTransport, PriceStep, cost_of
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 from tauproxy.store.cassette import Cassette
-from tauproxy.store.diff import miss_message
+from tauproxy.store.miss import replay_miss
+from tauproxy.store.wire_form import replay_form
 
 # What becomes of a new recording: the thread path and serve append it (Cassette.record); a Ray
 # worker collects it for the driver, the single writer. It must raise if the recording is lost.
@@ -54,8 +59,8 @@ class CassetteTransport:
             raise ValueError(f"mode {mode.value} needs a live transport")
         self.cassette = cassette
         self.mode = mode
-        self._live = live
-        self._pricing = pricing
+        self._live = PricedTransport(live, pricing) if live is not None else None
+        self._price = PriceStep(pricing)
         self._recorder: Recorder = recorder if recorder is not None else self._append
         # Single flight: concurrent calls of one sample key (possible only when callers share sample
         # identities, as serve's clients without a scope header do) send one live call; the others
@@ -69,27 +74,24 @@ class CassetteTransport:
         self.cassette.record(recording)
 
     def replay(self, call: ModelCall) -> Completion | None:
-        """The recorded answer to `call`, or None. Cheap: an index lookup, no I/O."""
+        """The recorded answer to `call` (priced), or None: a hit or a miss. Cheap: an index lookup."""
         if not self.mode.looks_up and call.sample_key not in self._fresh:
             return None
         entry = self.cassette.lookup(call.sample_key)
         if entry is None:
             return None
-        recorded = Cost(entry.cost_usd, entry.price_source or "recorded")
-        return Completion(
-            body=self.cassette.response_of(entry),
-            source="replay",
-            latency_s=entry.latency_s,
-            cost=self._pricing.call_cost(call, entry.usage, recorded),
-        )
+        answer = Completion(body=self.cassette.response_of(entry), source="replay", latency_s=entry.latency_s)
+        return self._price.apply(call, answer, Cost(entry.cost_usd, entry.price_source or "recorded"))
 
     def complete(self, call: ModelCall) -> Completion:
+        replayed = self.replay(call)
+        return replayed if replayed is not None else self.complete_miss(call)
+
+    def complete_miss(self, call: ModelCall) -> Completion:
+        """Answer `call`, which `replay` just missed: live and recorded, or a ReplayMissError in replay mode."""
+        if self._live is None:
+            raise ReplayMissError(self.miss(call))
         while True:
-            replayed = self.replay(call)
-            if replayed is not None:
-                return replayed
-            if self._live is None:
-                raise ReplayMissError(self.miss_report(call))
             with self._lock:
                 leader = self._in_flight.get(call.sample_key)
                 if leader is None:
@@ -97,6 +99,9 @@ class CassetteTransport:
             if leader is None:
                 break
             leader.wait()  # then replay what it recorded, or, if it failed, try ourselves
+            replayed = self.replay(call)
+            if replayed is not None:
+                return replayed
         try:
             return self._go_live(call)
         finally:
@@ -107,7 +112,7 @@ class CassetteTransport:
     def _go_live(self, call: ModelCall) -> Completion:
         assert self._live is not None
         completion = self._live.complete(call)
-        cost = self._pricing.call_cost(call, completion.usage)
+        cost = cost_of(completion)
         recording = CallRecording.of(call, completion, cost)
         try:
             self._recorder(recording)  # durably, before the answer is used
@@ -120,15 +125,15 @@ class CassetteTransport:
             ) from None
         self._fresh.add(call.sample_key)
         return Completion(
-            body=self.cassette.replay_form(recording),
+            body=replay_form(recording),
             source="live",
             latency_s=recording.latency_s,  # as recorded, so that the live run and its replay agree
             cost=cost,
         )
 
-    def miss_report(self, call: ModelCall) -> str:
+    def miss(self, call: ModelCall) -> ReplayMiss:
         """Why `call` is not in the cassette: the nearest recorded call and how it differs."""
-        return miss_message(
+        return replay_miss(
             self.cassette,
             call.wire,
             task_id=call.scope.task_id,

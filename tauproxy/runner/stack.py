@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tauproxy.domain.pack import DomainPack
 from tauproxy.proxy.modes import RecordMode
+from tauproxy.proxy.priced import PricedTransport
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.router import ProviderRouter
 from tauproxy.proxy.transport import Transport
@@ -11,12 +12,15 @@ from tauproxy.runner.config import RunConfig
 
 
 def build_transport(config: RunConfig, pack: DomainPack, pricing: Pricing | None = None) -> Transport:
+    """The stack, pricing every answer once (proxy/priced.py): under the cassette layer, or on top
+    of the router when there is none."""
     router = ProviderRouter({task.id: task for task in pack.tasks})
+    pricing = pricing or Pricing.from_file(config.prices)
     if config.cassette is None or config.record_mode == RecordMode.OFF:
-        return router
+        return PricedTransport(router, pricing)
     from tauproxy.proxy.recorder import over_cassette
 
-    return over_cassette(config.cassette, config.record_mode, router, pricing or Pricing.from_file(config.prices))
+    return over_cassette(config.cassette, config.record_mode, router, pricing)
 
 
 def transport_warnings(transport: Transport) -> list[str]:

@@ -32,6 +32,7 @@ from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.key import Occurrences, TrialScope, identify, identify_unscoped, without_connection_settings
 from tauproxy.errors import CassetteError, ModelCallError, ReplayMissError
 from tauproxy.proxy.modes import RecordMode
+from tauproxy.proxy.priced import PricedTransport, cost_of
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.recorder import CassetteTransport
 from tauproxy.proxy.transport import Transport
@@ -67,8 +68,8 @@ class CompletionService:
         self.mode = mode
         self.cassette = cassette
         self.cache = CassetteTransport(cassette, mode, live, pricing) if cassette is not None else None
-        self._transport: Transport | None = self.cache if self.cache is not None else live
-        self.pricing = pricing
+        # Without a cassette the pricing step sits on the live transport; the cache layer prices its own.
+        self._live = PricedTransport(live, pricing) if live is not None and cassette is None else None
         self.routes = routes or UpstreamMap({})
         self.run_log = run_log
         self.stats = ServeStats()
@@ -115,10 +116,13 @@ class CompletionService:
         return completion.body
 
     def _complete_off_loop(self, call: ModelCall) -> Completion:
-        """A miss (or record mode): the cassette layer goes live and records; errors become HTTP."""
-        assert self._transport is not None  # checked in __init__
+        """A miss just looked up (or record mode, or no cassette): the cassette layer goes live and
+        records, without looking the call up again; errors become HTTP."""
         try:
-            return self._transport.complete(call)
+            if self.cache is not None:
+                return self.cache.complete_miss(call)
+            assert self._live is not None  # checked in __init__
+            return self._live.complete(call)
         except ReplayMissError as exc:
             self.stats.miss(call.model)
             raise HttpError(404, str(exc), "replay_miss", REPLAY_MISS_CODE) from None
@@ -135,7 +139,7 @@ class CompletionService:
             ) from None
 
     def _count(self, call: ModelCall, completion: Completion) -> None:
-        cost = completion.cost or self.pricing.call_cost(call, completion.usage)
+        cost = cost_of(completion)
         if completion.source == "replay":
             self.stats.hit(call.model, cost.usd)
             return
@@ -160,9 +164,7 @@ class CompletionService:
             return
         messages = call.wire.get("messages") or []
         reply = completion.body["choices"][0]["message"] if completion is not None else None
-        cost = None
-        if completion is not None:
-            cost = completion.cost or self.pricing.call_cost(call, completion.usage)
+        cost = cost_of(completion) if completion is not None else None
         self.run_log.write(
             RunLogLine(
                 ts=time.time(),

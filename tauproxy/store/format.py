@@ -57,7 +57,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -149,13 +149,6 @@ class CassetteProblem:
         return f"{self.path}:{self.line}: {self.reason}"
 
 
-@dataclass
-class ScanResult:
-    lines: list[tuple[int, Line]] = field(default_factory=list)
-    problems: list[CassetteProblem] = field(default_factory=list)
-    size: int = 0
-
-
 _HEX = re.compile(r"[0-9a-f]{1,64}")
 
 
@@ -206,10 +199,6 @@ def encode_msg_text(digest: str, text: str) -> str:
     return f'{{"h":"{digest}","m":{text},"t":"msg"}}\n'
 
 
-def encode_blob(digest: str, value: Any) -> str:
-    return canonical_json({"t": "blob", "h": digest, "v": value}) + "\n"
-
-
 def encode_blob_text(digest: str, text: str) -> str:
     return f'{{"h":"{digest}","t":"blob","v":{text}}}\n'
 
@@ -221,18 +210,6 @@ def encode_node(parent: str | None, message: str) -> str:
 
 def encode_call(entry: CassetteEntry) -> str:
     return canonical_json({"t": "call", **entry.wire_form()}) + "\n"
-
-
-def encode_line(line: Line) -> str:
-    if isinstance(line, MsgLine):
-        return encode_msg_text(line.hash, line.text)
-    if isinstance(line, BlobLine):
-        return encode_blob_text(line.hash, line.text)
-    if isinstance(line, NodeLine):
-        return encode_node(line.parent, line.message)
-    if isinstance(line, CallLine):
-        raise ValueError("a v4 call line is encoded from its keyed entry")
-    return encode_call(line)
 
 
 # A v4 node line exactly as written (keys sorted, hex references): read without a JSON parser. Any
@@ -338,33 +315,3 @@ def _derived_sample_key(fields: dict[str, Any]) -> str:
         raise ValueError("malformed call line: key, seed, task_id, trial or occurrence missing or mistyped")
     assert isinstance(trial, int) and isinstance(occurrence, int)  # for mypy: checked just above
     return sample_key(key, seed, task, trial, occurrence)
-
-
-def scan_bytes(path: Path, data: bytes) -> ScanResult:
-    """Every usable line of `data` with its 1-based number, and a problem for every other line."""
-    result = ScanResult(size=len(data))
-    chunks = data.split(b"\n")
-    cut_last = chunks[-1] != b""  # no trailing newline: the last write may have been cut off
-    for number, raw in enumerate(chunks, start=1):
-        if not raw.strip():
-            continue
-        try:
-            result.lines.append((number, parse_line(raw)))
-        except CassetteError as exc:
-            raise CassetteError(f"{path}:{number}: {exc}") from None
-        except ValueError as exc:
-            reason = str(exc)
-            if cut_last and number == len(chunks):
-                reason = f"truncated last line (a write was cut off): {reason}"
-            result.problems.append(CassetteProblem(path, number, reason))
-    return result
-
-
-def scan_file(path: Path) -> ScanResult:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return ScanResult()
-    except OSError as exc:
-        raise CassetteError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return scan_bytes(path, data)

@@ -335,7 +335,9 @@ def test_the_answer_is_kept_exactly_as_the_upstream_gave_it(tmp_path: Path) -> N
     for reader in (cassette, Cassette.open(tmp_path / "c")):
         message = reader.response_of(reader.entries()[0])["choices"][0]["message"]
         assert message == raw and message["tool_calls"][0]["function"]["arguments"] == arguments
-    assert cassette.message(entry.response.message)["tool_calls"][0]["function"]["arguments"] == '{"a":[2,3],"b":1}'
+    assert (
+        cassette.reader.message(entry.response.message)["tool_calls"][0]["function"]["arguments"] == '{"a":[2,3],"b":1}'
+    )
     compact(tmp_path / "c")
     again = Cassette.open(tmp_path / "c")
     assert again.response_of(again.entries()[0])["choices"][0]["message"] == raw

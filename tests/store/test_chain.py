@@ -11,10 +11,10 @@ from test_cassette import TOOLS, body, lines_of, record, wire
 
 from tauproxy.data_model.key import canonical_json, canonical_request, message_hash, request_key, sample_key
 from tauproxy.store.cassette import Cassette
-from tauproxy.store.diff import miss_message, nearest_entry
 from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry, StoredRequest
 from tauproxy.store.format import chain_refs, encode_msg, node_hash, short_ref
 from tauproxy.store.maintenance import compact, merge, stats, verify
+from tauproxy.store.miss import miss_message, nearest_entry
 
 SYSTEM = {"role": "system", "content": "You are a support agent."}
 
@@ -57,7 +57,7 @@ def as_version_1(directory: Path) -> None:
             line = {"t": "call", **entry.model_dump(mode="json"), "v": 1}  # v1 wrote every field
             request = line["request"]
             chain = request.pop("chain")
-            request["messages"] = [message for _, _, message in cassette.chain(chain)]
+            request["messages"] = [message for _, _, message in cassette.reader.chain(chain)]
             assert line["sample_key"] == sample_key(entry.key, entry.seed, entry.task_id, entry.trial, entry.occurrence)
         lines.append(line)
     write_lines(directory, lines)
@@ -89,7 +89,7 @@ def test_chain_hashes_are_the_documented_ones(tmp_path: Path) -> None:
     for ref in refs:
         parent = short_ref(node_hash(parent, ref))
     assert entries[1].request.chain == parent == chain_refs(refs)[-1][0]
-    assert cassette.message_hashes(entries[1]) == refs
+    assert cassette.reader.message_hashes(entries[1]) == refs
     assert cassette.message_count(entries[1]) == 4
     nodes = [line for line in lines_of(tmp_path / "c") if line["t"] == "node"]
     assert [short_ref(node_hash(node["p"], node["m"])) for node in nodes] == [ref for ref, _, _ in chain_refs(refs)]
@@ -146,7 +146,7 @@ def test_version_1_cassette_is_read_extended_and_compacted_to_version_4(tmp_path
 
 def test_an_entry_built_with_a_message_list_is_rebuilt(tmp_path: Path) -> None:
     cassette, entries = conversation(tmp_path / "c", 2)
-    hashes = cassette.message_hashes(entries[1])
+    hashes = cassette.reader.message_hashes(entries[1])
     fields = entries[1].request.model_dump() | {"chain": None, "messages": hashes}
     listed = entries[1].model_copy(update={"v": 1, "request": StoredRequest(**fields)})
     assert cassette.request_of(listed) == cassette.request_of(entries[1])
@@ -276,4 +276,4 @@ def test_message_lines_round_trip_byte_for_byte(tmp_path: Path) -> None:
     for raw in (tmp_path / "c" / "calls.jsonl").read_text().splitlines():
         line = json.loads(raw)
         if line["t"] == "msg":
-            assert encode_msg(line["h"], cassette.message(line["h"])) == raw + "\n"
+            assert encode_msg(line["h"], cassette.reader.message(line["h"])) == raw + "\n"

@@ -77,7 +77,7 @@ def test_a_v2_cassette_appended_to_by_this_version_reads_both_forms(tmp_path: Pa
 def test_compact_with_its_memory_spilled_to_disk_gives_the_same_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tauproxy.store import maintenance
+    from tauproxy.store import rewrite as maintenance
 
     for name in ("in_memory", "spilled"):
         directory = tmp_path / name

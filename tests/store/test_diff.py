@@ -10,8 +10,9 @@ from recordings import recording
 
 from tauproxy.data_model.call import CallRole
 from tauproxy.store.cassette import Cassette
-from tauproxy.store.diff import describe_request_difference, miss_message, nearest_entry
+from tauproxy.store.diff import describe_request_difference
 from tauproxy.store.entry import CassetteEntry
+from tauproxy.store.miss import miss_message, nearest_entry
 
 TOOL = {"type": "function", "function": {"name": "get_order", "parameters": {"type": "object"}}}
 

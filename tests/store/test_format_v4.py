@@ -24,7 +24,7 @@ from tauproxy.data_model.key import (
     sample_key,
 )
 from tauproxy.store import format as store_format
-from tauproxy.store import index as store_index
+from tauproxy.store import index_build, index_db, index_query
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry
 from tauproxy.store.maintenance import compact, verify
@@ -129,11 +129,11 @@ def test_the_recording_time_is_kept_to_the_second_and_the_latency_to_10_ms(tmp_p
     assert Cassette.open(tmp_path / "c", create=False).lookup(entry.sample_key) == entry
 
 
-@pytest.mark.parametrize("batch", [3, store_index.BATCH])
+@pytest.mark.parametrize("batch", [3, index_build.BATCH])
 def test_keys_are_derived_when_a_union_merge_puts_calls_before_their_content(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
 ) -> None:
-    monkeypatch.setattr(store_index, "BATCH", batch)  # small: the calls are inserted before their content
+    monkeypatch.setattr(index_build, "BATCH", batch)  # small: the calls are inserted before their content
     directory = tmp_path / "c"
     _, entries = conversation(directory, 4)
     lines = lines_of(directory)
@@ -172,8 +172,9 @@ def test_clashing_short_references_never_give_a_wrong_answer_and_heal_when_recor
     # Two hex digits of reference: 256 names for some 60 contents, so many clash; and small batches,
     # so clashes are met within a batch and across batches when the index is built.
     monkeypatch.setattr(store_format, "REF_LEN", 2)
-    monkeypatch.setattr(store_index, "REF_LEN", 2)
-    monkeypatch.setattr(store_index, "BATCH", 3)
+    for module in (index_db, index_query, index_build):
+        monkeypatch.setattr(module, "REF_LEN", 2)
+    monkeypatch.setattr(index_build, "BATCH", 3)
     directory = tmp_path / "c"
     recorded = [*conversation(directory, 8, task_id="a")[1], *conversation(directory, 8, task_id="b")[1]]
     refs = [line["request"]["chain"] for line in lines_of(directory) if line["t"] == "call"]

@@ -10,12 +10,14 @@ from click.testing import Result
 from recordings import recording
 from typer.testing import CliRunner
 
-from tauproxy.data_model.call import CallRole, Usage
+from tauproxy.data_model.call import CallRecord, CallRole, Usage
+from tauproxy.data_model.result import ModelInfo, Results, RunInfo, SimulationRun
 from tauproxy.errors import CassetteError
+from tauproxy.results.keys_used import sample_keys_used
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.format import node_hash
-from tauproxy.store.maintenance import check, compact, merge, prune, sample_keys_used, stats, verify
+from tauproxy.store.maintenance import check, compact, merge, prune, stats, verify
 from tauproxy_cli.cassette import app
 
 SYSTEM = {"role": "system", "content": "You are a support agent."}
@@ -50,8 +52,28 @@ def record(
 
 def write_results(run_dir: Path, keys: list[str]) -> Path:
     run_dir.mkdir(parents=True)
-    calls = [{"index": i, "sample_key": key} for i, key in enumerate(keys)]
-    (run_dir / "results.json").write_text(json.dumps({"simulations": [{"task_id": "t1", "calls": calls}]}))
+    calls = [
+        CallRecord(index=i, role="agent", model="gpt-4.1", key=key, sample_key=key, source="replay")
+        for i, key in enumerate(keys)
+    ]
+    model = ModelInfo(llm="gpt-4.1")
+    info = RunInfo(
+        tauproxy_version="0",
+        domain="mock",
+        domain_sha256="x" * 64,
+        num_trials=1,
+        seed=1,
+        trial_seeds=[1],
+        max_steps=10,
+        max_errors=3,
+        agent_info=model,
+        user_info=model,
+        judge_info=model,
+    )
+    run = SimulationRun(
+        id="t1:0", task_id="t1", trial=0, seed=1, termination_reason="user_stop", messages=[], calls=calls
+    )
+    (run_dir / "results.json").write_text(Results(info=info, tasks=[], simulations=[run]).model_dump_json())
     return run_dir
 
 
@@ -202,7 +224,7 @@ def test_merge_is_a_union_where_the_last_source_wins(tmp_path: Path) -> None:
 def test_sample_keys_used_rejects_a_missing_results_file(tmp_path: Path) -> None:
     from tauproxy.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="cannot read results file"):
+    with pytest.raises(ConfigError, match="no such file"):
         sample_keys_used([tmp_path / "nowhere"])
 
 

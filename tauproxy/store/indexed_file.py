@@ -1,0 +1,200 @@
+"""One cassette's calls.jsonl and the index that describes it, kept in step.
+
+Opening, reloading and closing live here, with the one rule every read and write follows: the index
+is caught up with the file under the file lock (or rebuilt when the file was replaced), and a read
+that finds the index stale rebuilds it once. `generation` moves whenever the index does, so the
+reader's caches know when to drop what they hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from tauproxy.errors import CassetteError
+from tauproxy.store.format import CALLS_FILE, CassetteProblem
+from tauproxy.store.index import CassetteIndex, FileState, StaleIndex, index_dir_for
+from tauproxy.store.locking import fsync_dir, locked
+
+_T = TypeVar("_T")
+
+
+class IndexedFile:
+    """calls.jsonl (or a snapshot's private copy of it) with its open index; thread-safe."""
+
+    def __init__(self, directory: Path, source: Path | None = None, index_dir: Path | None = None) -> None:
+        self.directory = directory
+        self.file = directory / CALLS_FILE
+        self.problems: list[CassetteProblem] = []
+        self.samples = 0
+        self.generation = 0  # moves whenever the index does (see the module docstring)
+        self.snapshot = False  # built from bytes (a Ray worker's copy): never reloads, never writes
+        self.lock = threading.RLock()  # threads sharing one cassette; the file lock is for processes
+        self._source = source or self.file  # what is read: the file, or a snapshot's private copy
+        self._index_dir = index_dir
+        self._idx: CassetteIndex | None = None
+        self._fd: int | None = None
+
+    @staticmethod
+    def create(directory: Path) -> None:
+        """Make an empty cassette at `directory`."""
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(directory / CALLS_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.close(fd)
+            fsync_dir(directory)
+        except OSError as exc:
+            raise CassetteError(f"cannot create cassette {directory}: {exc.strerror or exc}") from None
+
+    def read_bytes(self) -> bytes:
+        """The file's bytes as they are now, read under the lock (never a write in progress)."""
+        with self.lock, locked(self.directory, read_only_ok=True):
+            try:
+                return self.file.read_bytes()
+            except FileNotFoundError:
+                return b""
+            except OSError as exc:
+                raise CassetteError(f"cannot read {self.file}: {exc.strerror or exc}") from None
+
+    def reload(self) -> None:
+        """Look at the file again: index what was appended, or rebuild the index if it was replaced."""
+        self.refuse_if_snapshot("reload")
+        with self.lock:
+            with locked(self.directory, read_only_ok=True):
+                state = self._stat()  # complete bytes: writers append whole lines under this lock
+            self.load_locked(state)
+
+    def refuse_if_snapshot(self, action: str) -> None:
+        if self.snapshot:
+            raise CassetteError(f"cannot {action} {self.file}: this is a read-only in-memory snapshot of it")
+
+    def _stat(self) -> FileState | None:
+        try:
+            stat = os.stat(self._source)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise CassetteError(f"cannot read {self._source}: {exc.strerror or exc}") from None
+        return FileState(stat.st_dev, stat.st_ino, stat.st_size)
+
+    def load_locked(self, state: FileState | None = None) -> None:
+        """Bring the index up to `state` (the file as it is now by default); the caller holds the lock."""
+        state = state or self._stat()
+        if state is None:
+            self._close_index()
+            self.problems, self.samples = [], 0
+            self.generation += 1
+            return
+        idx = self._idx
+        if idx is not None and (idx.state.dev, idx.state.ino) == (state.dev, state.ino):
+            try:
+                idx.sync(state.size)
+            except (StaleIndex, sqlite3.DatabaseError):
+                self._close_index()
+        elif idx is not None:
+            self._close_index()
+        if self._idx is None:
+            self._open_index(state)
+        self.refresh(state.size)
+
+    def synced_to(self, state: FileState) -> None:
+        """The file grew to `state.size` by an append of ours: index it (reopened if the index failed)."""
+        idx = self.index()
+        try:
+            idx.sync(state.size)
+        except (StaleIndex, sqlite3.DatabaseError):
+            self._close_index()
+        if self._idx is None:
+            self._open_index(state)
+        self.refresh(state.size)
+
+    def _open_index(self, state: FileState, rebuild: bool = False) -> None:
+        try:
+            fd = os.open(self._source, os.O_RDONLY)
+        except OSError as exc:
+            raise CassetteError(f"cannot read {self._source}: {exc.strerror or exc}") from None
+        stat = os.fstat(fd)
+        if (stat.st_dev, stat.st_ino) != (state.dev, state.ino):  # replaced since the stat: read what is there
+            state = FileState(stat.st_dev, stat.st_ino, stat.st_size)
+        directory = self._index_dir or index_dir_for(self._source)
+        try:
+            opener = CassetteIndex.rebuild if rebuild else CassetteIndex.open
+            try:
+                self._idx = opener(self._source, fd, state, directory)
+            except (sqlite3.Error, OSError):
+                # No index can be written there (a full disk): keep one in memory instead, so that the
+                # cassette itself decides what works (an append then fails, and says why).
+                self._idx = CassetteIndex.in_memory(self._source, fd, state)
+        except (sqlite3.Error, OSError) as exc:
+            os.close(fd)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise CassetteError(f"cannot index {self.file}: {reason}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def close(self) -> None:
+        """Release the index connection and the file descriptor (also done when garbage-collected)."""
+        with self.lock:
+            self._close_index()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter shutdown there may be nothing to release
+            self._close_index()
+
+    def _close_index(self) -> None:
+        if self._idx is not None:
+            self._idx.close()
+            self._idx = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def refresh(self, size: int) -> None:
+        """Take the problems and the sample count from the index, now that it covers `size` bytes."""
+        self.generation += 1
+        idx = self.index()
+        problems = idx.problems()
+        covered = idx.query.covered()
+        if size > covered:  # a last line with no newline: cut off, or being written by another process
+            problems.append(
+                CassetteProblem(
+                    self.file,
+                    idx.query.lines() + 1,
+                    "truncated last line (a write was cut off): no newline at the end of the file",
+                )
+            )
+        self.problems = problems
+        self.samples = idx.query.samples()
+
+    def index(self) -> CassetteIndex:
+        if self._idx is None:
+            raise CassetteError(f"{self.file}: the cassette has no file (it was removed)")
+        return self._idx
+
+    def current(self) -> CassetteIndex | None:
+        """The index in use, or None (for readers that stream outside the lock)."""
+        with self.lock:
+            return self._idx
+
+    def read(self, action: Callable[[CassetteIndex], _T]) -> _T:
+        """Run a read on the index; a stale index (the file changed under it) is rebuilt once."""
+        with self.lock:
+            try:
+                return action(self.index())
+            except (StaleIndex, sqlite3.DatabaseError):
+                state = self._stat()
+                self._close_index()
+                if state is not None:
+                    self._open_index(state, rebuild=True)  # it lied once: build it again from the file
+                    self.refresh(state.size)
+                try:
+                    return action(self.index())
+                except StaleIndex as exc:
+                    raise CassetteError(f"{self.file}: the file changes while it is read ({exc})") from None

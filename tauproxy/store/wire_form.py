@@ -1,0 +1,160 @@
+"""A call's request and reply in the forms a cassette stores and answers with.
+
+Recording splits a call into its stored parts (the hashed request, the reply, and every message and
+blob they refer to); replaying puts a chat-completions body back together from them. Pure functions
+of their inputs: no file, no index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from tauproxy.data_model.call import Usage
+from tauproxy.data_model.completion import CallRecording
+from tauproxy.data_model.key import (
+    EXCLUDED_PARAMS,
+    STRUCTURAL_FIELDS,
+    SampleIdentity,
+    blob_hash,
+    canonical_json,
+    canonical_message,
+    canonical_request,
+    message_hash,
+    request_key,
+)
+from tauproxy.data_model.key import sample_key as make_sample_key
+from tauproxy.data_model.wire import completion_body
+from tauproxy.errors import CassetteError
+from tauproxy.store.entry import StoredRequest, StoredResponse
+
+
+def flat_wire(wire: dict[str, Any]) -> dict[str, Any]:
+    """Accept canonical_request's output as well as a flat OpenAI body, and return a flat body."""
+    params = wire.get("params")
+    if isinstance(params, dict) and set(wire) <= {*STRUCTURAL_FIELDS, "params"}:
+        return {**params, **{name: wire[name] for name in STRUCTURAL_FIELDS if name in wire}}
+    return wire
+
+
+def secret_free(wire: dict[str, Any]) -> dict[str, Any]:
+    # canonical_request would silently drop these; a caller that passes them has a leak elsewhere.
+    leaked = sorted(name for name in wire if name in EXCLUDED_PARAMS)
+    if leaked:
+        raise CassetteError(
+            f"refusing to record a request carrying {', '.join(leaked)}: connection settings and "
+            "bookkeeping never go into a cassette (pass the request through key.canonical_request)"
+        )
+    return canonical_request(wire)
+
+
+def reply_of(response_body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    choices = response_body.get("choices") or []
+    if not choices or not isinstance(choices[0].get("message"), dict):
+        raise CassetteError("refusing to record a response without choices[0].message")
+    return choices[0], canonical_message(choices[0]["message"])
+
+
+def now_iso() -> str:
+    # To the second: a recording's time is for people, and a timestamp that changes on every call
+    # costs bytes in git (see format.py).
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def check_identity(wire: dict[str, Any], identity: SampleIdentity) -> None:
+    # An entry filed under a key its request does not hash to could never be replayed.
+    if request_key(wire) != identity.key:
+        raise CassetteError(f"refusing to record: key {identity.key[:12]} is not the key of this request")
+    scope = identity.scope
+    expected = make_sample_key(identity.key, identity.seed, scope.task_id, scope.trial, identity.occurrence)
+    if expected != identity.sample_key:
+        raise CassetteError(
+            f"refusing to record: sample key {identity.sample_key[:12]} does not match key, seed, "
+            f"task {scope.task_id!r}, trial {scope.trial} and occurrence {identity.occurrence}"
+        )
+
+
+def answer_body(
+    message: dict[str, Any], response: StoredResponse, usage: Usage, sample_key: str, request_model: str | None
+) -> dict[str, Any]:
+    message.setdefault("content", None)  # canonical form drops nulls; a response body has the key
+    return completion_body(
+        message,
+        finish_reason=response.finish_reason,
+        usage=usage,
+        response_id=response.response_id or f"chatcmpl-{sample_key[:24]}",
+        model=response.response_model or request_model,
+        created=response.created or 0,
+    )
+
+
+@dataclass(frozen=True)
+class StoredParts:
+    """A call ready to append: its entry's request and reply, and the content they refer to."""
+
+    request: StoredRequest
+    response: StoredResponse
+    messages: dict[str, str]  # hash -> canonical JSON text, every message of the request and the reply
+    blobs: dict[str, str]  # hash -> canonical JSON text
+    message_order: list[str]  # the request's message hashes, first message first
+
+
+def stored_parts(canonical: dict[str, Any], response_body: dict[str, Any]) -> StoredParts:
+    """The hashed request and reply, plus every message, blob and chain node they refer to."""
+    choice, reply = reply_of(response_body)
+    hashes = [message_hash(m) for m in canonical["messages"]]
+    messages = {digest: canonical_json(m) for digest, m in zip(hashes, canonical["messages"], strict=True)}
+    reply_hash = message_hash(reply)
+    messages.setdefault(reply_hash, canonical_json(reply))
+    tools = canonical["tools"]
+    blobs = {blob_hash(tools): canonical_json(tools)} if tools is not None else {}
+    raw = raw_reply(choice, reply)
+    raw_hash = blob_hash(raw) if raw is not None else None
+    if raw is not None and raw_hash is not None:
+        blobs[raw_hash] = canonical_json(raw)
+    request = StoredRequest(
+        model=canonical["model"],
+        chain=None,  # set by refs.Refs.resolve: the references depend on what the cassette holds
+        tools=blob_hash(tools) if tools is not None else None,
+        tool_choice=canonical["tool_choice"],
+        params=canonical["params"],
+    )
+    response = StoredResponse(
+        message=reply_hash,
+        raw=raw_hash,
+        finish_reason=choice.get("finish_reason"),
+        response_id=response_body.get("id"),
+        response_model=response_body.get("model"),
+        created=response_body.get("created"),
+    )
+    return StoredParts(request, response, messages, blobs, hashes)
+
+
+def raw_reply(choice: dict[str, Any], canonical: dict[str, Any]) -> dict[str, Any] | None:
+    """The reply as the upstream gave it, when that is not its canonical form (None otherwise)."""
+    raw = choice["message"]
+    if raw == {**canonical, "content": canonical.get("content")} or raw == canonical:
+        return None
+    return dict(raw)
+
+
+def replay_form(recording: CallRecording) -> dict[str, Any]:
+    """The body a replay of `recording` will answer with once it is recorded, without writing it."""
+    choice, reply = reply_of(recording.response_body)
+    body = recording.response_body
+    response = StoredResponse(
+        message="",
+        finish_reason=choice.get("finish_reason"),
+        response_id=body.get("id"),
+        response_model=body.get("model"),
+        created=body.get("created"),
+    )
+    raw = raw_reply(choice, reply)
+    return answer_body(
+        raw if raw is not None else reply,
+        response,
+        recording.usage,
+        recording.identity.sample_key,
+        recording.wire.get("model"),
+    )

@@ -1,0 +1,202 @@
+"""Writing a cassette: one call appended durably, with only the content the cassette lacks.
+
+Durability and locking policy:
+
+- `record` appends one call (its new message, blob and chain node lines, then the call line) with a
+  single `os.write` on a descriptor opened O_APPEND, then `os.fsync`s before returning. A call is
+  therefore on disk before its response reaches the caller: a crash never loses a call that was paid
+  for and used, and it can at worst cut the line being written, which readers report and skip.
+- Writers hold the cassette's file lock (processes; locking.py) and the IndexedFile's RLock (threads).
+- Dedup of messages, blobs and nodes is against what is on disk: under the lock, `record` first
+  brings the index up to the file's current size (indexing what other writers appended), or
+  rebuilds it if the file was replaced (compact, merge, prune, a git checkout: a different inode, or
+  a shorter file), then writes only what the index does not hold; a call line is never written whose
+  messages and chain nodes are not on disk. After the append the index catches up again.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tauproxy.data_model.completion import LATENCY_DECIMALS, CallRecording
+from tauproxy.errors import CassetteError
+from tauproxy.store.entry import CassetteEntry
+from tauproxy.store.format import (
+    CALLS_FILE,
+    encode_blob_text,
+    encode_call,
+    encode_msg_text,
+    encode_node,
+    node_hash,
+    short_ref,
+)
+from tauproxy.store.index import FileState
+from tauproxy.store.index_db import BLOB, MSG, NODE, Located
+from tauproxy.store.index_query import IndexQuery
+from tauproxy.store.indexed_file import IndexedFile
+from tauproxy.store.locking import locked
+from tauproxy.store.wire_form import StoredParts, check_identity, flat_wire, now_iso, secret_free, stored_parts
+
+Node = tuple[str, str | None, str]  # (hash, parent, message hash)
+
+
+class CassetteWriter:
+    """The write side of one cassette (see the module docstring)."""
+
+    def __init__(self, file: IndexedFile) -> None:
+        self._file = file
+
+    def record(self, recording: CallRecording) -> CassetteEntry:
+        """Append one call durably (fsynced before return) and index it. See the module docstring."""
+        self._file.refuse_if_snapshot("record")
+        wire = flat_wire(recording.wire)
+        canonical = secret_free(wire)
+        identity = recording.identity
+        check_identity(wire, identity)
+        parts = stored_parts(canonical, recording.response_body)
+        entry = CassetteEntry(
+            key=identity.key,
+            sample_key=identity.sample_key,
+            task_id=identity.scope.task_id,
+            trial=identity.scope.trial,
+            occurrence=identity.occurrence,
+            seed=identity.seed,
+            role=recording.role,
+            call_index=recording.call_index,
+            request=parts.request,
+            response=parts.response,
+            usage=recording.usage,
+            cost_usd=recording.cost_usd,
+            price_source=recording.price_source,
+            latency_s=round(recording.latency_s, LATENCY_DECIMALS),  # as CallRecording.of rounds it
+            recorded_at=now_iso(),
+        )
+        with self._file.lock, locked(self._file.directory):
+            return self._append_locked(entry, parts)
+
+    def _append_locked(self, entry: CassetteEntry, parts: StoredParts) -> CassetteEntry:
+        file = self._file.file
+        try:
+            fd = os.open(file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise CassetteError(f"cannot open {file} for writing: {exc.strerror or exc}") from None
+        try:
+            stat = os.fstat(fd)
+            # Everything before st_size is complete (we hold the lock): index it, or rebuild the index if
+            # the file was replaced (compact, merge, prune, a git checkout), so that what we skip as
+            # already stored really is on disk.
+            self._file.load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
+            refs = Refs(self._file.index().query)
+            entry = refs.resolve(entry, parts)
+            lines = refs.lines(parts)
+            payload = "".join([*lines, encode_call(entry)]).encode("utf-8")
+            if stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
+                payload = b"\n" + payload  # a crash cut the last line: never glue onto it
+            _write_all(fd, payload)
+            os.fsync(fd)
+        except OSError as exc:
+            raise CassetteError(f"cannot append to {file}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+        self._file.synced_to(FileState(stat.st_dev, stat.st_ino, stat.st_size + len(payload)))
+        return entry
+
+
+class Refs:
+    """The references a new call is written with, and the content lines it still needs.
+
+    Each message, blob and node is referred to by its short reference unless the cassette already
+    holds a different content under that reference (a clash, see format.py): then by its full hash.
+    """
+
+    def __init__(self, query: IndexQuery) -> None:
+        self._query = query
+        self.messages: list[tuple[str, str]] = []  # (reference, text) to write
+        self.blobs: list[tuple[str, str]] = []
+        self.nodes: list[Node] = []
+
+    def _ref(self, kind: int, digest: str) -> tuple[str, bool]:
+        """(reference to use, whether the content is already stored under it)."""
+        found = self._query.find(kind, short_ref(digest))
+        if found is None:
+            return short_ref(digest), False
+        if isinstance(found, Located) and found.full == digest:
+            return short_ref(digest), True
+        full = self._query.find(kind, digest)
+        return digest, isinstance(full, Located)
+
+    def resolve(self, entry: CassetteEntry, parts: StoredParts) -> CassetteEntry:
+        message_refs = []
+        queued: set[str] = set()
+        for digest in [*parts.message_order, parts.response.message]:
+            ref, stored = self._ref(MSG, digest)
+            if not stored and ref not in queued:
+                queued.add(ref)
+                self.messages.append((ref, parts.messages[digest]))
+            message_refs.append(ref)
+        reply_ref = message_refs.pop()
+        blob_refs: dict[str, str] = {}
+        for digest, text in parts.blobs.items():
+            ref, stored = self._ref(BLOB, digest)
+            if not stored:
+                self.blobs.append((ref, text))
+            blob_refs[digest] = ref
+        nodes: list[Node] = []
+        parent: str | None = None
+        for message in message_refs:
+            full = node_hash(parent, message)
+            found = self._query.find(NODE, short_ref(full))
+            clash = found is not None and not (isinstance(found, Located) and found.full == full)
+            nodes.append((full if clash else short_ref(full), parent, message))
+            parent = nodes[-1][0]
+        start = len(nodes)
+        while start and self._query.depth(nodes[start - 1][0]) is None:
+            start -= 1  # write the nodes after the last one whose chain resolves (again, if stored broken)
+        self.nodes = nodes[start:]
+        request = parts.request.model_copy(
+            update={
+                "chain": nodes[-1][0] if nodes else None,
+                "tools": blob_refs.get(parts.request.tools) if parts.request.tools is not None else None,
+            }
+        )
+        response = parts.response.model_copy(
+            update={
+                "message": reply_ref,
+                "raw": blob_refs.get(parts.response.raw) if parts.response.raw is not None else None,
+            }
+        )
+        return entry.model_copy(update={"request": request, "response": response})
+
+    def lines(self, parts: StoredParts) -> list[str]:
+        lines = [encode_msg_text(ref, text) for ref, text in self.messages]
+        lines += [encode_blob_text(ref, text) for ref, text in self.blobs]
+        lines += [encode_node(parent, message) for _, parent, message in self.nodes]
+        return lines
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    # One os.write does it on a regular file; the loop only matters on a short write (disk nearly
+    # full), and the file lock keeps other writers from interleaving meanwhile.
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def check_writable(directory: Path) -> None:
+    """Raise a one-line CassetteError now if calls could not be appended to the cassette at
+    `directory` (created if absent), without reading it.
+
+    Checked before a run that may go live, so an unwritable cassette (read-only mount, no
+    permission) is one line before the first trial, not a paid answer that cannot be kept.
+    """
+    directory = Path(directory).absolute()
+    try:
+        if not (directory / CALLS_FILE).exists():
+            IndexedFile.create(directory)
+        with locked(directory):
+            os.close(os.open(directory / CALLS_FILE, os.O_WRONLY | os.O_APPEND))
+    except (CassetteError, OSError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CassetteError(f"cassette {directory} is not writable: {reason}") from None
