@@ -3,11 +3,15 @@
 The built-ins are tauproxy's packs (the default: every name no other source claims) and τ²-bench's
 domains (`tau2/...`). Another source registers itself with `register_source`, as vcrpy registers
 persisters: its domains are the names under its prefix, and its options are validated by its own
-model. The runner, the reports and the CLI call `source_for_domain` and never branch on the answer.
+model. An installed package adds one through the entry-point group `tauproxy.domain_sources` (the
+object named is a source, or a class made with no arguments), read once, on first use, in every
+process (a Ray worker too). The runner, the reports and the CLI call `source_for_domain` and never
+branch on the answer.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -17,32 +21,60 @@ from tauproxy.sources.packs import PackSource
 from tauproxy.sources.protocol import DomainSource
 from tauproxy.sources.tau2 import Tau2Source
 
-_lock = threading.Lock()
+ENTRY_POINT_GROUP = "tauproxy.domain_sources"
+
+_lock = threading.RLock()  # reentrant: an installed source's module may register another as it loads
 _sources: dict[str, DomainSource] = {source.name: source for source in (PackSource(), Tau2Source())}
+_installed_read = False
 
 
 def registered_sources() -> list[DomainSource]:
-    """Every source, the built-ins first, then in the order they were registered."""
+    """Every source, the built-ins first, then the installed ones, then in the order they were registered."""
     with _lock:
-        return list(_sources.values())
+        return list(_table().values())
 
 
 def register_source(source: DomainSource) -> None:
     """Add a source. Its name and prefix must be new and the prefix not empty (our packs take the
     rest); its options must not share a name with another source's (they are one namespace)."""
     with _lock:
-        if source.name in _sources:
-            raise ConfigError(f"a domain source named {source.name!r} is registered already")
-        if not source.prefix:
-            raise ConfigError(f"domain source {source.name!r} needs a prefix that names its domains")
-        for other in _sources.values():
-            if other.prefix and (source.prefix.startswith(other.prefix) or other.prefix.startswith(source.prefix)):
-                overlap = f"prefix {source.prefix!r} overlaps {other.name!r}'s {other.prefix!r}"
-                raise ConfigError(f"domain source {source.name!r}: {overlap}")
-            shared = sorted(set(source.options.model_fields) & set(other.options.model_fields))
-            if shared:
-                raise ConfigError(f"domain source {source.name!r}: option {shared[0]!r} is {other.name!r}'s already")
-        _sources[source.name] = source
+        _add(_table(), source)
+
+
+def _table() -> dict[str, DomainSource]:
+    """The sources, the installed ones read in on first use (all or none: a broken one is one line)."""
+    global _installed_read
+    if not _installed_read:
+        found = []
+        for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                loaded = entry.load()
+                found.append(loaded() if isinstance(loaded, type) else loaded)
+            except Exception as exc:  # a third party's import error, whatever it is, is one line
+                raise ConfigError(
+                    f"domain source {entry.name!r} ({entry.value}) cannot be loaded: {type(exc).__name__}: {exc}"
+                ) from None
+        table = dict(_sources)
+        for source in found:
+            _add(table, source)
+        _sources.update(table)
+        _installed_read = True
+    return _sources
+
+
+def _add(table: dict[str, DomainSource], source: DomainSource) -> None:
+    if source.name in table:
+        raise ConfigError(f"a domain source named {source.name!r} is registered already")
+    if not source.prefix:
+        raise ConfigError(f"domain source {source.name!r} needs a prefix that names its domains")
+    for other in table.values():
+        if other.prefix and (source.prefix.startswith(other.prefix) or other.prefix.startswith(source.prefix)):
+            overlap = f"prefix {source.prefix!r} overlaps {other.name!r}'s {other.prefix!r}"
+            raise ConfigError(f"domain source {source.name!r}: {overlap}")
+        shared = sorted(set(source.options.model_fields) & set(other.options.model_fields))
+        if shared:
+            raise ConfigError(f"domain source {source.name!r}: option {shared[0]!r} is {other.name!r}'s already")
+    table[source.name] = source
 
 
 def unregister_source(name: str) -> None:
@@ -59,9 +91,10 @@ def source_named(name: str) -> DomainSource:
 
 
 def _named(name: str) -> DomainSource:
-    if name not in _sources:
-        raise ConfigError(f"unknown domain source {name!r} (registered: {', '.join(sorted(_sources))})")
-    return _sources[name]
+    table = _table()
+    if name not in table:
+        raise ConfigError(f"unknown domain source {name!r} (registered: {', '.join(sorted(table))})")
+    return table[name]
 
 
 def source_for_domain(domain: str) -> DomainSource:

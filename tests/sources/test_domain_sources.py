@@ -155,3 +155,28 @@ def test_nothing_outside_tau2bench_and_the_registry_asks_whether_a_domain_is_tau
         if re.search(r"is_tau2", line)
     ]
     assert not found, found
+
+
+def test_an_installed_source_is_read_from_its_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    from tauproxy.sources import registry
+
+    entry = importlib.metadata.EntryPoint(name="echo", value="echo_source:EchoSource", group=registry.ENTRY_POINT_GROUP)
+    broken = importlib.metadata.EntryPoint(name="gone", value="no_such_module:Source", group=registry.ENTRY_POINT_GROUP)
+
+    def installed(group: str, found: list[importlib.metadata.EntryPoint]) -> object:
+        return found if group == registry.ENTRY_POINT_GROUP else []
+
+    monkeypatch.setattr(registry, "_installed_read", False)
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: installed(group, [entry, broken]))
+    with pytest.raises(ConfigError) as caught:
+        source_for_domain(DOMAIN)
+    assert str(caught.value).startswith("domain source 'gone' (no_such_module:Source) cannot be loaded: ")
+    assert "echo" not in [source.name for source in registry._sources.values()]  # all or none
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: installed(group, [entry]))
+    try:
+        assert source_for_domain(DOMAIN).name == "echo"
+        assert source_named("echo").prefix == "echo/"
+    finally:
+        unregister_source("echo")
