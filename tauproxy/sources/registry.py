@@ -5,7 +5,8 @@ domains (`tau2/...`). Another source registers itself with `register_source`, as
 persisters: its domains are the names under its prefix, and its options are validated by its own
 model. An installed package adds one through the entry-point group `tauproxy.domain_sources` (the
 object named is a source, or a class made with no arguments), read once, on first use, in every
-process (a Ray worker too). The runner, the reports and the CLI call `source_for_domain` and never
+process (a Ray worker too; one registered with `register_source` is known in its own process only).
+The runner, the reports and the CLI call `source_for_domain` and never
 branch on the answer.
 """
 

@@ -60,17 +60,7 @@ class EchoSource:
             raise ConfigError(f"unknown echo domain {config.domain!r} (available: {DOMAIN})")
 
     def load(self, domain: str, config: SourceConfig) -> DomainPack:
-        task = Task(id="hello", user_scenario=UserScenario(instructions=GREETING))
-        digest = hashlib.sha256(f"{POLICY}\n{GREETING}".encode()).hexdigest()
-        return DomainPack(
-            name=DOMAIN,
-            root=Path(__file__).parent,
-            policy=POLICY,
-            tasks=[task],
-            functions={},
-            base_state=BaseState({}),
-            content_sha256=digest,
-        )
+        return _pack()
 
     def trial_seeds(self, run_seed: int, num_trials: int) -> list[int]:
         return trial_seeds(run_seed, num_trials)
@@ -113,11 +103,22 @@ class EchoSource:
         return [DomainSummary(name=DOMAIN, tasks=1, agent_tools=0, user_tools=0, dual_control=False, engine="echo 1")]
 
     def describe(self, domain: str) -> dict[str, Any]:
-        pack = self.load(domain, _NO_CONFIG)
+        pack = _pack()
         return {"name": pack.name, "root": str(pack.root), "content_sha256": pack.content_sha256}
 
     def tau2_file_parts(self, domain: str, solo: bool) -> Tau2FileParts | None:
         return None
 
 
-_NO_CONFIG: Any = None  # `load` reads nothing of the config
+def _pack() -> DomainPack:
+    task = Task(id="hello", user_scenario=UserScenario(instructions=GREETING))
+    digest = hashlib.sha256(f"{POLICY}\n{GREETING}".encode()).hexdigest()
+    return DomainPack(
+        name=DOMAIN,
+        root=Path(__file__).parent,
+        policy=POLICY,
+        tasks=[task],
+        functions={},
+        base_state=BaseState({}),
+        content_sha256=digest,
+    )
