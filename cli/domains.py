@@ -15,22 +15,10 @@ SHOWN_TASKS = 20  # a task list past this is cut, and says so
 @app.command("list")
 def list_command(json_output: Annotated[bool, flag("--json")] = False) -> None:
     """List the available domain packs."""
-    from tauproxy.domain.pack import available_domains, load_pack
+    from tauproxy.sources.registry import registered_sources
     from tauproxy_cli.output import out_console, print_json
 
-    rows = []
-    for name in available_domains():
-        pack = load_pack(name)
-        rows.append(
-            {
-                "name": name,
-                "tasks": len(pack.tasks),
-                "agent_tools": len(pack.agent_tools()),
-                "user_tools": len(pack.user_tools()),
-                "dual_control": pack.is_dual_control,
-            }
-        )
-    rows.extend(_tau2_rows())
+    rows = [summary.model_dump(exclude_none=True) for source in registered_sources() for summary in source.domains()]
     if json_output:
         print_json(rows)
         return
@@ -41,53 +29,13 @@ def list_command(json_output: Annotated[bool, flag("--json")] = False) -> None:
         )
 
 
-def _tau2_rows() -> list[dict[str, Any]]:
-    """τ²-bench's own domains (tau2/<name>), when the tau2 extra is installed."""
-    from tauproxy.tau2bench.domain import describe
-    from tauproxy.tau2bench.peer import DOMAINS, PREFIX, is_installed
-
-    if not is_installed():
-        return []
-    rows = []
-    for name in DOMAINS:
-        shown = describe(PREFIX + name)
-        rows.append(
-            {
-                "name": shown["name"],
-                "tasks": len(shown["tasks"]),
-                "agent_tools": len(shown["agent_tools"]),
-                "user_tools": len(shown["user_tools"]),
-                "dual_control": shown["dual_control"],
-                "engine": shown["engine"],
-            }
-        )
-    return rows
-
-
-def _tool_row(function: Any) -> dict[str, str]:
-    return {"name": function.name, "kind": function.mark.kind, "description": function.description}
-
-
 @app.command("show")
 def show_command(name: str, json_output: Annotated[bool, flag("--json")] = False) -> None:
     """Show one pack: its tools and tasks."""
-    from tauproxy.domain.pack import load_pack
-    from tauproxy.tau2bench.domain import describe
-    from tauproxy.tau2bench.peer import is_tau2_domain
+    from tauproxy.sources.registry import source_for_domain
     from tauproxy_cli.output import out_console, print_json
 
-    if is_tau2_domain(name):  # τ²-bench's own domain, from the installed package
-        data: dict[str, Any] = describe(name)
-    else:
-        pack = load_pack(name)
-        data = {
-            "name": pack.name,
-            "root": str(pack.root),
-            "content_sha256": pack.content_sha256,
-            "agent_tools": [_tool_row(f) for f in pack.agent_tools()],
-            "user_tools": [_tool_row(f) for f in pack.user_tools()],
-            "tasks": [t.id for t in pack.tasks],
-        }
+    data: dict[str, Any] = source_for_domain(name).describe(name)
     if json_output:
         print_json(data)
         return
@@ -114,27 +62,17 @@ def check_command(
     from pathlib import Path
 
     from tauproxy.domain.pack import available_domains
-    from tauproxy.errors import ConfigError
-    from tauproxy.tau2bench.peer import is_tau2_domain
-    from tauproxy.workflows.domain_check import MAX_SILENT_PASS_RATE, DomainCheck, check_domain
+    from tauproxy.workflows.domain_check import MAX_SILENT_PASS_RATE
+    from tauproxy.workflows.domain_checks import check_any_domain
     from tauproxy_cli.output import out_console, print_json
 
-    def check(name: str) -> DomainCheck:
-        if not is_tau2_domain(name):
-            return check_domain(name, Path(tasks_file) if tasks_file else None)
-        if tasks_file:
-            raise ConfigError("--tasks-file is for tauproxy's packs; a tau2/ domain's tasks come from the package")
-        from tauproxy.workflows.tau2_domain_check import check_tau2_domain
-
-        return check_tau2_domain(name)
-
-    checks = [check(name) for name in names or available_domains()]
+    checks = [check_any_domain(name, Path(tasks_file) if tasks_file else None) for name in names or available_domains()]
     if json_output:
         print_json([c.model_dump() for c in checks])
     else:
         for c in checks:
             verdict = "[green]ok[/]" if c.ok else "[red]FAILED[/]"
-            theirs = is_tau2_domain(c.domain)
+            theirs = c.shown_only
             limit = "shown only" if theirs else f"max {MAX_SILENT_PASS_RATE:.0%}"
             playable = f" of {c.tasks - len(c.unplayable)} playable" if c.unplayable else ""
             checked = "golden actions raising (shown only)" if theirs else "policy violations"

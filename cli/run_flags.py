@@ -3,7 +3,8 @@
 `with_run_options` (run_options.py) makes the typer options of `run`, `estimate` and `bisect` from
 these fields, and `build_run_config` (run_setup.py) the RunConfig. Most options are the RunConfig field
 of the same name; the flag-only ones (`sets=...`) name the RunConfig fields they decide, and
-`build_run_config` parses or merges them into those.
+`build_run_config` parses or merges them into those. A domain source's own options (`sets=SOURCE`)
+go into RunConfig.source_options under their own names, when given, for the source to check.
 
 Imports nothing heavy, so `--help` stays fast: the defaults come from the tiny modules that RunConfig
 reads them from too (tests/cli/test_run_options.py checks that both agree).
@@ -21,7 +22,6 @@ from tauproxy.engine.limits import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tauproxy.runner.defaults import (
     DEFAULT_EXECUTOR,
     DEFAULT_JUDGE_LLM,
-    DEFAULT_JUDGE_WINDOW_SIZE,
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_INFRA_ERRORS,
     DEFAULT_NUM_TRIALS,
@@ -31,7 +31,7 @@ from tauproxy.runner.defaults import (
     MAX_CONCURRENCY_LIMIT,
     NUM_TRIALS_LIMIT,
 )
-from tauproxy.tau2bench.settings import OUR_ORCHESTRATOR
+from tauproxy.tau2bench.settings import OUR_ORCHESTRATOR, TAU2_JUDGE_WINDOW_SIZE
 
 AGENT = "Agent, user and judge"
 RUN = "Tasks and trials"
@@ -40,6 +40,7 @@ DECIDE = "Compare and decide"
 SHOW = "Output"
 
 _SPEC = "run_option"
+SOURCE = ("source_options",)  # the `sets` of a domain source's own option
 
 
 @dataclass(frozen=True)
@@ -87,18 +88,18 @@ class RunFlags:
     )
     judge_llm_args: str | None = field(default=None, metadata=spec("Judge model args as JSON.", AGENT, sets=("judge",)))
     judge_window_size: int = field(
-        default=DEFAULT_JUDGE_WINDOW_SIZE,
-        metadata=spec("Messages τ²'s repetition judge looks at (tau2/ domains).", AGENT, min=1),
+        default=TAU2_JUDGE_WINDOW_SIZE,
+        metadata=spec("Messages τ²'s repetition judge looks at (tau2/ domains).", AGENT, min=1, sets=SOURCE),
     )
     judge_system_prompt: str | None = field(
-        default=None, metadata=spec("System prompt of τ²'s repetition judge (tau2/ domains).", AGENT)
+        default=None, metadata=spec("System prompt of τ²'s repetition judge (tau2/ domains).", AGENT, sets=SOURCE)
     )
     tau2_orchestrator: str = field(
         default=OUR_ORCHESTRATOR,
         metadata=spec(
             "tau2/ domains: tauproxy (fast, τ²'s rules) | tau2 (τ²'s own run_task); both send the same requests.",
             AGENT,
-            sets=("tau2_orchestrator",),
+            sets=SOURCE,
         ),
     )
     num_trials: int = field(
@@ -201,3 +202,12 @@ def run_options() -> list[RunOption]:
 def as_is_options() -> list[str]:
     """The options that are the RunConfig field of the same name, value passed unchanged."""
     return [o.name for o in run_options() if o.spec.sets is None]
+
+
+def source_options(flags: RunFlags) -> dict[str, Any]:
+    """The domain source options given (off their defaults), by name, for RunConfig.source_options."""
+    return {
+        o.name: getattr(flags, o.name)
+        for o in run_options()
+        if o.spec.sets == SOURCE and getattr(flags, o.name) != o.default
+    }

@@ -21,9 +21,8 @@ from tauproxy.runner.config import (
     load_agent_config,
     parse_executor,
     parse_llm_args,
-    parse_tau2_orchestrator,
 )
-from tauproxy_cli.run_flags import RunFlags, as_is_options, run_options
+from tauproxy_cli.run_flags import SOURCE, RunFlags, as_is_options, run_options, source_options
 
 
 def build_run_config(flags: RunFlags) -> RunConfig:
@@ -41,7 +40,7 @@ def build_run_config(flags: RunFlags) -> RunConfig:
             task_ids=_split_task_ids(flags.task_ids),
             record_mode=parse_record_mode(flags.record_mode),
             executor=executor,
-            tau2_orchestrator=parse_tau2_orchestrator(flags.tau2_orchestrator),
+            source_options=source_options(flags),
         )
     except ValidationError as exc:
         raise ConfigError(_flag_error(exc.errors()[0])) from None
@@ -140,6 +139,10 @@ def _flag_error(error: ErrorDetails) -> str:
     flag = next((f"--{o.name.replace('_', '-')}" for o in run_options() if field in o.config_fields), field)
     shown = _number(error.get("input"))
     ctx = error.get("ctx", {})
+    if (field,) == SOURCE:  # a domain source's option: its model names the option, its own message says the rest
+        if error["type"] == "value_error":
+            return str(ctx["error"])
+        flag = f"--{str(error['loc'][-1]).replace('_', '-')}"
     if error["type"] == "less_than_equal":
         return f"{flag} {shown} is over the limit of {_number(ctx['le'])}"
     if error["type"] == "greater_than_equal":

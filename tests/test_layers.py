@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("proxy",),  # transports, pricing, the one cache layer, the model client
     ("engine",),
     ("tau2bench",),  # τ²-bench's own engine driven in-process, its model calls through ours
+    ("sources",),  # domain sources behind one protocol: our packs and τ²-bench, registered by name
     ("runner", "reports"),  # beside each other: neither imports the other
     ("workflows",),  # bisect and domain check: runs and reports combined
     ("serve", "api"),  # the server; the Python API for notebooks and scripts

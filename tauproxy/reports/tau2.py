@@ -11,16 +11,17 @@ from typing import Any
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import Results, SimulationRun, TerminationReason
 from tauproxy.data_model.task import Task
-from tauproxy.tau2bench.peer import is_tau2_domain
+from tauproxy.sources.registry import source_for_domain
 
 
 def to_tau2(results: Results) -> dict[str, Any]:
     """Our results in τ²-bench's simulations-file shape, for τ²'s own viewers and scripts.
 
     For a run of our own domain the policy and tool definitions are not in our results, so
-    environment_info carries the domain name only (policy "", tool_defs None). For a `tau2/` run
-    they, and the original tasks, come from the installed τ²-bench (tauproxy/tau2bench/export.py),
-    so τ²'s metrics, `tau2 view` and its evaluator read the file as one of their own.
+    environment_info carries the domain name only (policy "", tool_defs None). A domain source that
+    has its own (`DomainSource.tau2_file_parts`) gives them and the original tasks: for a `tau2/` run,
+    the installed τ²-bench (tauproxy/tau2bench/export.py), so τ²'s metrics, `tau2 view` and its
+    evaluator read the file as one of their own.
     Infrastructure errors are left out: τ² has no such termination reason, and excluding them is
     what both sides' pass^k does. Per-message cost and usage stay None: our costs are per call, and
     the per-role totals are in agent_cost/user_cost.
@@ -30,10 +31,8 @@ def to_tau2(results: Results) -> dict[str, Any]:
     environment: dict[str, Any] = {"domain_name": info.domain, "policy": "", "tool_defs": None}
     tasks = [_tau2_task(task) for task in results.tasks]
     agent_impl, user_impl = "llm_agent", "user_simulator"
-    if is_tau2_domain(info.domain):
-        from tauproxy.tau2bench.export import tau2_export
-
-        theirs = tau2_export(info.domain, info.solo)
+    theirs = source_for_domain(info.domain).tau2_file_parts(info.domain, info.solo)
+    if theirs is not None:
         environment = theirs.environment_info
         tasks = [theirs.tasks.get(task.id) or _tau2_task(task) for task in results.tasks]
         agent_impl, user_impl = theirs.agent_implementation, theirs.user_implementation

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tauproxy.errors import ConfigError
-from tauproxy.results.load import is_tau2_file, load_any_results, results_file_of
+from tauproxy.results.load import holds_tau2_simulations, load_any_results, results_file_of
 from tauproxy.results.run_log import logged_sample_keys, read_run_log, run_log_beside, run_log_path_for
 
 
@@ -18,7 +18,7 @@ def sample_keys_used_by(run: Path) -> set[str]:
     answered (judge calls join no message, yet the run needs them replayed)."""
     log = run_log_beside(results_file_of(run))
     logged = logged_sample_keys(read_run_log(log)) if log is not None else set()
-    if is_tau2_file(run):
+    if holds_tau2_simulations(run):
         if log is None:
             # Its calls are unknown: pruning by it would drop every call it replayed.
             raise ConfigError(

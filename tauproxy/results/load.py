@@ -20,7 +20,7 @@ from tauproxy.results.provenance import SourcedResults
 from tauproxy.results.run_dir import RESULTS_FILE, load_results, read_text
 from tauproxy.results.run_log import read_run_log, run_log_beside
 from tauproxy.results.run_log_join import join_run_log, with_joined_calls
-from tauproxy.results.tau2_format import is_tau2_document, is_tau2_metrics_document, tau2_to_results
+from tauproxy.results.tau2_format import looks_like_tau2_metrics, looks_like_tau2_simulations, tau2_to_results
 
 
 def load_any_results(path: Path, run_log: Path | None = None) -> SourcedResults:
@@ -35,12 +35,12 @@ def results_file_of(path: Path) -> Path:
     return path / RESULTS_FILE if path.is_dir() else path
 
 
-def is_tau2_file(path: Path) -> bool:
+def holds_tau2_simulations(path: Path) -> bool:
     """Whether `path` is a τ²-bench simulations file; False for anything unreadable, whose errors are
     for the reader the caller picks to word."""
     file = results_file_of(path)
     try:
-        return is_tau2_document(json.loads(read_text(file))) if file.is_file() else False
+        return looks_like_tau2_simulations(json.loads(read_text(file))) if file.is_file() else False
     except (ConfigError, json.JSONDecodeError):
         return False
 
@@ -55,9 +55,9 @@ def _read(path: Path) -> SourcedResults:
         data = json.loads(read_text(file))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{file}: cannot read: {exc}") from None
-    if is_tau2_document(data):
+    if looks_like_tau2_simulations(data):
         return tau2_to_results(data, source=str(path))
-    if is_tau2_metrics_document(data):
+    if looks_like_tau2_metrics(data):
         raise ConfigError(
             f"{file}: this is τ²-bench's metrics file; pass the simulations file next to it "
             f"({file.name.removesuffix('_results.json')}.json)"

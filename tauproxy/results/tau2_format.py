@@ -55,7 +55,7 @@ _TERMINATION_ALIASES = {
 _ROLES: dict[str, CallRole] = {"assistant": "agent", "user": "user"}
 
 
-def is_tau2_document(data: Any) -> bool:
+def looks_like_tau2_simulations(data: Any) -> bool:
     """A τ² simulations file: {info, simulations} whose info has τ²'s environment_info, not our version."""
     if not isinstance(data, dict) or not isinstance(data.get("info"), dict):
         return False
@@ -63,7 +63,7 @@ def is_tau2_document(data: Any) -> bool:
     return "simulations" in data and "tauproxy_version" not in info and "environment_info" in info
 
 
-def is_tau2_metrics_document(data: Any) -> bool:
+def looks_like_tau2_metrics(data: Any) -> bool:
     """τ²'s `NAME_results.json` (its metrics), which people pass by mistake for the simulations."""
     return isinstance(data, dict) and isinstance(data.get("metrics"), dict) and "pass_at_k" in data["metrics"]
 
@@ -78,7 +78,7 @@ def read_tau2_results(path: Path) -> SourcedResults:
 
 
 def tau2_to_results(data: dict[str, Any], source: str) -> SourcedResults:
-    if not is_tau2_document(data):
+    if not looks_like_tau2_simulations(data):
         raise ConfigError(f"{source}: not a τ²-bench simulations file (needs info.environment_info and simulations)")
     notes: list[str] = []
     info = data["info"]

@@ -17,7 +17,6 @@ from tauproxy.proxy.modes import RecordMode
 from tauproxy.runner.defaults import (
     DEFAULT_EXECUTOR,
     DEFAULT_JUDGE_LLM,
-    DEFAULT_JUDGE_WINDOW_SIZE,
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_INFRA_ERRORS,
     DEFAULT_NUM_TRIALS,
@@ -28,15 +27,11 @@ from tauproxy.runner.defaults import (
     NUM_TRIALS_LIMIT,
     PLANNED_TRIALS_LIMIT,
 )
-from tauproxy.tau2bench.settings import OUR_ORCHESTRATOR, Tau2Orchestrator, Tau2Settings
+from tauproxy.sources.registry import validate_source_options
 from tauproxy.validation import first_problem
 
 # Where trials run: threads in this process, or Ray tasks (a local instance or a cluster).
 Executor = Literal["thread", "ray"]
-
-
-def parse_tau2_orchestrator(value: str) -> Tau2Orchestrator:
-    return cast(Tau2Orchestrator, _choice(value, get_args(Tau2Orchestrator), "--tau2-orchestrator"))
 
 
 def parse_executor(value: str) -> Executor:
@@ -113,8 +108,6 @@ class RunConfig(BaseModel):
     agent_impl: str | None = None
     user: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_USER_LLM))
     judge: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_JUDGE_LLM))
-    judge_window_size: int = Field(default=DEFAULT_JUDGE_WINDOW_SIZE, ge=1)  # τ²-bench domains only
-    judge_system_prompt: str | None = None  # τ²-bench domains only: `tau2 run --judge-system-prompt`
     num_trials: int = Field(default=DEFAULT_NUM_TRIALS, ge=1, le=NUM_TRIALS_LIMIT)
     num_tasks: int | None = Field(default=None, ge=1)
     task_ids: list[str] | None = None
@@ -130,29 +123,23 @@ class RunConfig(BaseModel):
     max_cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     max_infra_errors: int = Field(default=DEFAULT_MAX_INFRA_ERRORS, ge=1)
     solo: bool = False
-    # τ²-bench domains only: which orchestrator runs a trial (tauproxy/tau2bench/trial.py).
-    tau2_orchestrator: Tau2Orchestrator = OUR_ORCHESTRATOR
+    # Options of the domain's source, by name (τ²-bench's: tau2_orchestrator, judge_window_size,
+    # judge_system_prompt); each is checked by its source's own model (tauproxy/sources/registry.py).
+    source_options: dict[str, Any] = Field(default_factory=dict)
     # Under "thread", max_concurrency is the number of trials at once; under "ray" it caps live model
     # calls across the cluster, and the trials at once are the cluster's CPUs (see runner/ray_executor.py).
     executor: Executor = DEFAULT_EXECUTOR
     ray_address: str | None = None  # None: start a local Ray instance for the run
 
-    def tau2_settings(self) -> Tau2Settings:
-        """The `tau2 run` flags of a τ²-bench domain's run. Its judge is τ²'s repetition judge, off unless
-        --judge-llm names a model: the default judge is our scripted one, which cannot answer τ²."""
-        judge = None if self.judge.model == DEFAULT_JUDGE_LLM else self.judge
-        return Tau2Settings(
-            domain=self.domain,
-            agent=self.agent,
-            user=self.user,
-            judge=judge,
-            judge_window_size=self.judge_window_size,
-            judge_system_prompt=self.judge_system_prompt,
-            max_steps=self.max_steps,
-            max_errors=self.max_errors,
-            solo=self.solo,
-            orchestrator=self.tau2_orchestrator,
-        )
+    @property
+    def judge_chosen(self) -> bool:
+        """Whether the judge model was named, rather than left at the default scripted judge."""
+        return self.judge.model != DEFAULT_JUDGE_LLM
+
+    @field_validator("source_options")
+    @classmethod
+    def _source_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        return validate_source_options(options)
 
     @field_validator("save_to", "cassette")
     @classmethod

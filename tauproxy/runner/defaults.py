@@ -13,8 +13,6 @@ DEFAULT_NUM_TRIALS: Final = 1
 DEFAULT_MAX_CONCURRENCY: Final = 1
 DEFAULT_USER_LLM: Final = "scripted/user"
 DEFAULT_JUDGE_LLM: Final = "scripted/judge"
-# `tau2 run --judge-window-size`'s default (tauproxy/tau2bench/settings.py checks the two agree).
-DEFAULT_JUDGE_WINDOW_SIZE: Final = 30
 DEFAULT_RECORD_MODE: Final = "auto"  # a RecordMode value; proxy.modes parses it
 DEFAULT_EXECUTOR: Final = "thread"
 # Trials in a row ending in the same infrastructure error before the run stops: a wrong key or a

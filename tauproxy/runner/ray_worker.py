@@ -22,7 +22,7 @@ from typing import Any
 from tauproxy import __version__
 from tauproxy.data_model.completion import CallRecording
 from tauproxy.data_model.result import SimulationRun
-from tauproxy.domain.pack import DomainPack, load_pack
+from tauproxy.domain.pack import DomainPack
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.collector import CollectingTransport
 from tauproxy.proxy.gate import GatedTransport
@@ -33,8 +33,8 @@ from tauproxy.proxy.transport import Transport
 from tauproxy.runner.config import RunConfig
 from tauproxy.runner.ray_slots import RaySlotGate
 from tauproxy.runner.trial import TrialSpec, run_trial
+from tauproxy.sources.registry import source_for_domain
 from tauproxy.store.cassette import Cassette
-from tauproxy.tau2bench.peer import is_tau2_domain
 
 # Test-only fault injection: "TASK_ID:TRIAL" makes the worker that first finishes that trial exit
 # with os._exit(1) before returning it, as a worker killed mid-run would (every call of that attempt
@@ -125,7 +125,9 @@ def _build_state(setup: WorkerSetup) -> _WorkerState:
             f"{where} has tauproxy {__version__}, the driver {setup.version}: install the same on every node"
         )
     config = setup.config
-    pack = _load_domain(setup.domain, config)
+    # As the driver loaded it, from this node's install (a τ²-bench domain from its installed τ²,
+    # whose version is in the content hash, so a node with another τ² is refused below).
+    pack = source_for_domain(config.domain).load(setup.domain, config)
     if pack.content_sha256 != setup.domain_sha256:
         raise ConfigError(
             f"{where} loads domain {setup.domain!r} with content hash {pack.content_sha256[:12]}, the driver "
@@ -142,16 +144,6 @@ def _build_state(setup: WorkerSetup) -> _WorkerState:
         cassette = Cassette.snapshot(setup.cassette_dir, data)
     router = ProviderRouter({task.id: task for task in pack.tasks})
     return _WorkerState(pack, pricing, cassette, router)
-
-
-def _load_domain(domain: str, config: RunConfig) -> DomainPack:
-    """The pack as the driver loaded it: ours, or a τ²-bench domain from this node's installed τ²
-    (whose version is in the content hash, so a node with another τ² is refused below)."""
-    if is_tau2_domain(domain):
-        from tauproxy.tau2bench.plan import load_for_run
-
-        return load_for_run(domain, config.solo)
-    return load_pack(domain, config.tasks_file)
 
 
 def kill_marker(token: str) -> Path:

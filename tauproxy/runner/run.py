@@ -7,15 +7,13 @@ executor the config names (runner/executors.py) through the loop every executor 
 
 from __future__ import annotations
 
-import hashlib
-import random
 from contextlib import closing
 from dataclasses import dataclass, field
 
 from tauproxy import __version__
-from tauproxy.data_model.result import ModelInfo, Results, RunInfo, SimulationRun
+from tauproxy.data_model.result import Results, RunInfo, SimulationRun
 from tauproxy.data_model.task import Task
-from tauproxy.domain.pack import DomainPack, load_pack
+from tauproxy.domain.pack import DomainPack
 from tauproxy.engine.agent import load_agent_factory
 from tauproxy.errors import ConfigError, ResultsWriteError
 from tauproxy.proxy.modes import RecordMode
@@ -23,22 +21,15 @@ from tauproxy.proxy.preflight import check_model
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.results.run_dir import RESULTS_FILE, SIMULATIONS_FILE, ResultsDir, utc_now
 from tauproxy.runner.config import RunConfig, check_trial_plan
-from tauproxy.runner.defaults import DEFAULT_JUDGE_WINDOW_SIZE
 from tauproxy.runner.executor import RunStop, run_pending
 from tauproxy.runner.executors import check_executor, open_executor
 from tauproxy.runner.prepared import PreparedRun, ProgressCallback
 from tauproxy.runner.stack import build_transport, transport_warnings
 from tauproxy.runner.trial import TrialSpec
+from tauproxy.sources.protocol import DomainSource
+from tauproxy.sources.registry import check_source_options, source_for_domain
 from tauproxy.store.cassette import check_writable
 from tauproxy.store.format import CALLS_FILE
-from tauproxy.tau2bench.peer import is_tau2_domain
-from tauproxy.tau2bench.settings import NO_JUDGE, OUR_ORCHESTRATOR
-
-
-def trial_seeds(run_seed: int, num_trials: int) -> list[int]:
-    """One seed per trial from the run seed, with a private RNG: no global state, no races."""
-    rng = random.Random(run_seed)
-    return [rng.randint(0, 2**31 - 1) for _ in range(num_trials)]
 
 
 def select_tasks(pack: DomainPack, config: RunConfig) -> list[Task]:
@@ -58,27 +49,8 @@ def select_tasks(pack: DomainPack, config: RunConfig) -> list[Task]:
 
 
 def run_info(pack: DomainPack, config: RunConfig, seeds: list[int], pricing: Pricing) -> RunInfo:
-    if is_tau2_domain(config.domain):
-        from tauproxy.tau2bench.plan import agent_prompt_sha256, engine
-
-        info = _run_info(pack, config, seeds, pricing)
-        agent_info = info.agent_info.model_copy(update={"system_prompt_sha256": agent_prompt_sha256(config.domain)})
-        judge = config.tau2_settings().judge
-        return info.model_copy(
-            update={
-                "engine": engine(config.tau2_orchestrator),
-                "agent_info": agent_info,
-                "judge_info": judge.info(_sha256(config.judge_system_prompt))
-                if judge is not None
-                else ModelInfo(llm=NO_JUDGE),
-                "judge_window_size": config.judge_window_size if judge is not None else None,
-            }
-        )
-    return _run_info(pack, config, seeds, pricing)
-
-
-def _sha256(text: str | None) -> str | None:
-    return hashlib.sha256(text.encode()).hexdigest() if text is not None else None
+    """What the run is, as results.json states it: ours, with what the domain's source adds."""
+    return source_for_domain(config.domain).run_info(_run_info(pack, config, seeds, pricing), config)
 
 
 def _run_info(pack: DomainPack, config: RunConfig, seeds: list[int], pricing: Pricing) -> RunInfo:
@@ -126,18 +98,8 @@ def goes_live(config: RunConfig) -> bool:
 def check_models(config: RunConfig, tasks: list[Task]) -> None:
     """Fail fast (proxy/preflight.py): each model this run will call, once, before the first trial."""
     live = goes_live(config)
-    if config.agent_impl is None:  # your own agent decides what, if anything, it calls
-        check_model("agent", config.agent.model, config.agent.connection(), live)
-    if not config.solo:
-        check_model("user", config.user.model, config.user.connection(), live)
-    if is_tau2_domain(config.domain):
-        # `tau2 run` grades no NL assertion; its only judge is the repetition judge, when named.
-        judge = config.tau2_settings().judge
-        if judge is not None:
-            check_model("judge", judge.model, judge.connection(), live)
-        return
-    if any(task.evaluation_criteria and task.evaluation_criteria.nl_assertions for task in tasks):
-        check_model("judge", config.judge.model, config.judge.connection(), live)
+    for role, model in source_for_domain(config.domain).models(config, tasks):
+        check_model(role, model.model, model.connection(), live)
 
 
 def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
@@ -146,14 +108,15 @@ def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
     if config.agent_impl:
         load_agent_factory(config.agent_impl)  # fail before the first trial, not inside it
     check_executor(config)
-    pack = _load_domain(config)
+    source = source_for_domain(config.domain)
+    pack = _load_domain(source, config)
     tasks = select_tasks(pack, config)
     check_trial_plan(config, len(tasks))  # before anything per trial is built
     if preflight:
         check_models(config, tasks)
     if config.cassette is not None and config.record_mode != RecordMode.OFF and goes_live(config):
         check_writable(config.cassette)  # before the first trial, not at its first paid answer
-    seeds = _seeds(config)
+    seeds = source.trial_seeds(config.seed, config.num_trials)
     pricing = Pricing.from_file(config.prices)
     info = run_info(pack, config, seeds, pricing)
     results_dir = ResultsDir(config.save_to) if config.save_to else None
@@ -162,47 +125,11 @@ def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
     return PreparedRun(config, pack, tasks, specs, pricing, info, results_dir, finished)
 
 
-def _load_domain(config: RunConfig) -> DomainPack:
-    """Our pack, or a τ²-bench domain (`tau2/<name>[:<split>]`) loaded from the installed package."""
-    if not is_tau2_domain(config.domain):
-        if config.judge_window_size != DEFAULT_JUDGE_WINDOW_SIZE or config.judge_system_prompt is not None:
-            flag = "--judge-window-size" if config.judge_system_prompt is None else "--judge-system-prompt"
-            raise ConfigError(
-                f"{flag} sets τ²-bench's repetition judge, for tau2/ domains; {config.domain!r} "
-                "is graded by tauproxy's NL-assertion judge"
-            )
-        if config.tau2_orchestrator != OUR_ORCHESTRATOR:
-            raise ConfigError(
-                f"--tau2-orchestrator picks what runs a tau2/ domain's trials; {config.domain!r} "
-                "runs on tauproxy's engine"
-            )
-        return load_pack(config.domain, config.tasks_file)
-    from tauproxy.tau2bench.peer import load_tau2, parse_domain
-    from tauproxy.tau2bench.plan import check_tau2_run, load_for_run
-
-    parse_domain(config.domain)  # a misspelt domain is named first, before what its models cannot do
-    load_tau2()  # then a missing or unsupported τ²-bench (cheap: it imports nothing of τ²'s)
-    judge = config.tau2_settings().judge
-    check_tau2_run(
-        agent_model=config.agent.model,
-        user_model=config.user.model,
-        solo=config.solo,
-        custom_prompt=config.agent_prompt.custom is not None,
-        agent_impl=config.agent_impl,
-        tasks_file=config.tasks_file,
-        executor=config.executor,
-        judge_model=judge.model if judge is not None else None,
-    )
-    return load_for_run(config.domain, config.solo)
-
-
-def _seeds(config: RunConfig) -> list[int]:
-    """Per-trial seeds: τ²-bench's scheme for its domains (so requests match `tau2 run`'s), ours otherwise."""
-    if is_tau2_domain(config.domain):
-        from tauproxy.tau2bench.plan import tau2_trial_seeds
-
-        return tau2_trial_seeds(config.seed, config.num_trials)
-    return trial_seeds(config.seed, config.num_trials)
+def _load_domain(source: DomainSource, config: RunConfig) -> DomainPack:
+    """The domain as its source loads it, after the source has refused what it cannot run."""
+    check_source_options(config.domain, config.source_options)
+    source.check(config)
+    return source.load(config.domain, config)
 
 
 def execute(config: RunConfig, progress: ProgressCallback | None = None) -> RunOutcome:

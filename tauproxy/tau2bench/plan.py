@@ -1,7 +1,7 @@
 """What a run of a `tau2/` domain checks before its first trial, and its seeds.
 
-The runner (runner/run.py, runner/trial.py) calls in here when the domain is a τ²-bench one; this
-module takes plain values, not the runner's config, so it stays below the runner.
+τ²-bench's domain source (tauproxy/sources/tau2.py) calls in here; this module takes plain values,
+not the run's config, so it stays below the sources and the runner.
 """
 
 from __future__ import annotations

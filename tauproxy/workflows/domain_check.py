@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tauproxy.data_model.message import ToolCall
 from tauproxy.domain.pack import DomainPack, load_pack, policy_check_of
@@ -38,6 +38,9 @@ class DomainCheck(BaseModel):
     # Tasks the oracle cannot play: no golden actions, yet graded on the state (τ² tasks checked by
     # env assertions alone). Left out of the oracle's rate, and listed.
     unplayable: list[str] = []
+    # The do-nothing rate and the golden actions are shown, not held to a limit: a source whose tasks
+    # are not ours to change (τ²-bench's). Says how to show the check; not part of its JSON.
+    shown_only: bool = Field(default=False, exclude=True)
 
 
 def golden_action_problems(pack: DomainPack) -> list[str]:

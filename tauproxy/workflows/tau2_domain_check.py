@@ -13,10 +13,12 @@ to change, some are passed by doing nothing by design (refusals), and some expec
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tauproxy.engine.limits import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS
 from tauproxy.engine.llm_config import LLMConfig
+from tauproxy.errors import ConfigError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.reports.metrics import is_success
 from tauproxy.tau2bench.domain import Tau2Catalog, load_catalog
@@ -30,7 +32,9 @@ ORACLE_MODEL = "tauproxy-oracle"  # names only: the player answers in-process
 SEED = 300  # `tau2 run`'s default run seed; the player draws nothing from it
 
 
-def check_tau2_domain(name: str) -> DomainCheck:
+def check_tau2_domain(name: str, tasks_file: Path | None = None) -> DomainCheck:
+    if tasks_file is not None:
+        raise ConfigError("--tasks-file is for tauproxy's packs; a tau2/ domain's tasks come from the package")
     catalog = load_catalog(name)
     settings = Tau2Settings(
         domain=name,
@@ -67,6 +71,7 @@ def check_tau2_domain(name: str) -> DomainCheck:
         policy_violations=problems,
         ok=playable > 0 and not oracle_failures,
         unplayable=unplayable,
+        shown_only=True,
     )
 
 

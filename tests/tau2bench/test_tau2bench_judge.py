@@ -50,7 +50,7 @@ def config(tmp_path: Path, api_base: str, mode: RecordMode, name: str, judge: st
         if judge is None
         else {
             "judge": LLMConfig(model=f"openai/{judge}", args={"api_base": api_base, "api_key": "sk-unused"}),
-            "judge_window_size": WINDOW,
+            "source_options": {"judge_window_size": WINDOW},
         }
     )
     return RunConfig(
@@ -121,7 +121,7 @@ def test_the_judges_system_prompt_is_sent_and_named_in_run_info(tmp_path: Path) 
         prompt = "You judge loops. Answer yes or no."
         live = execute(
             config(tmp_path, oracle.url, RecordMode.RECORD, "live", "judge-no").model_copy(
-                update={"judge_system_prompt": prompt}
+                update={"source_options": {"judge_window_size": WINDOW, "judge_system_prompt": prompt}}
             )
         ).results
     finally:
@@ -169,7 +169,10 @@ def test_judge_window_is_for_tau2_domains_and_scripted_judges_are_refused(tmp_pa
     with pytest.raises(ConfigError, match="--judge-window-size"):
         execute(
             RunConfig(
-                domain="mock", agent=LLMConfig(model="scripted/oracle"), judge_window_size=5, save_to=tmp_path / "own"
+                domain="mock",
+                agent=LLMConfig(model="scripted/oracle"),
+                source_options={"judge_window_size": 5},
+                save_to=tmp_path / "own",
             )
         )
     with pytest.raises(ConfigError, match="--judge-system-prompt"):
@@ -177,7 +180,7 @@ def test_judge_window_is_for_tau2_domains_and_scripted_judges_are_refused(tmp_pa
             RunConfig(
                 domain="mock",
                 agent=LLMConfig(model="scripted/oracle"),
-                judge_system_prompt="x",
+                source_options={"judge_system_prompt": "x"},
                 save_to=tmp_path / "own",
             )
         )
@@ -193,12 +196,11 @@ def test_the_judges_defaults_are_tau2_runs() -> None:
 
     from tau2.run import run_task
 
-    from tauproxy.runner.defaults import DEFAULT_JUDGE_WINDOW_SIZE
     from tauproxy.tau2bench.bridge import tau2_llm_args
-    from tauproxy.tau2bench.settings import TAU2_JUDGE_WINDOW_SIZE
+    from tauproxy.tau2bench.settings import TAU2_JUDGE_WINDOW_SIZE, Tau2Options
 
     window = inspect.signature(run_task).parameters["judge_window_size"].default
-    assert window == TAU2_JUDGE_WINDOW_SIZE == DEFAULT_JUDGE_WINDOW_SIZE
+    assert window == TAU2_JUDGE_WINDOW_SIZE == Tau2Options().judge_window_size
     # `tau2 run --judge-llm-args` defaults to no args (the agent's and user's to temperature 0).
     assert tau2_llm_args(LLMConfig(model="m"), "judge") == {"num_retries": 3}
     assert tau2_llm_args(LLMConfig(model="m"), "user") == {"temperature": 0.0, "num_retries": 3}

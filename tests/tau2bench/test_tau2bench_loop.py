@@ -280,15 +280,18 @@ def test_the_orchestrator_is_a_tau2_setting_named_in_run_info(tmp_path: Any) -> 
             RunConfig(
                 domain="mock",
                 agent=LLMConfig(model="scripted/oracle"),
-                tau2_orchestrator="tau2",
+                source_options={"tau2_orchestrator": "tau2"},
                 save_to=tmp_path / "own",
             )
         )
     with pytest.raises(ValidationError):
-        RunConfig(domain="tau2/mock", agent=LLMConfig(model="openai/a"), tau2_orchestrator="fast")  # type: ignore[arg-type]
+        RunConfig(domain="tau2/mock", agent=LLMConfig(model="openai/a"), source_options={"tau2_orchestrator": "fast"})
+    from tauproxy.sources.tau2 import tau2_settings
+
     for orchestrator in (OUR_ORCHESTRATOR, TAU2_ORCHESTRATOR):
-        config = RunConfig(domain="tau2/airline", agent=LLMConfig(model="openai/a"), tau2_orchestrator=orchestrator)
-        assert config.tau2_settings().orchestrator == orchestrator
+        options = {"tau2_orchestrator": orchestrator}
+        config = RunConfig(domain="tau2/airline", agent=LLMConfig(model="openai/a"), source_options=options)
+        assert tau2_settings(config).orchestrator == orchestrator
     from tauproxy.tau2bench.plan import engine
 
     assert engine(OUR_ORCHESTRATOR).endswith(", tauproxy orchestrator")
