@@ -105,6 +105,7 @@ def check_models(config: RunConfig, tasks: list[Task]) -> None:
 def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
     """Check and load everything a run needs. `preflight=False` skips the model checks, for callers
     that plan a run without making a call (estimate)."""
+    check_replay_has_cassette(config)
     if config.agent_impl:
         load_agent_factory(config.agent_impl)  # fail before the first trial, not inside it
     check_executor(config)
@@ -123,6 +124,16 @@ def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
     finished = results_dir.prepare(info, tasks) if results_dir else {}
     specs = [TrialSpec(task, trial, seeds[trial]) for task in tasks for trial in range(config.num_trials)]
     return PreparedRun(config, pack, tasks, specs, pricing, info, results_dir, finished)
+
+
+def check_replay_has_cassette(config: RunConfig) -> None:
+    """Strict replay is offline, always: with no cassette to read, it refuses before anything runs
+    instead of calling every model live (and paying, with a provider model)."""
+    if config.cassette is None and config.record_mode is RecordMode.REPLAY:
+        raise ConfigError(
+            "--record-mode replay reads every call from a cassette and never goes live: add --cassette DIR "
+            "(or --record-mode off to call the models without one)"
+        )
 
 
 def _load_domain(source: DomainSource, config: RunConfig) -> DomainPack:

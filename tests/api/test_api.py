@@ -178,3 +178,14 @@ def test_load_run_reads_a_tau2_file(tmp_path: Path) -> None:
     assert [row.live_calls for row in report.rows] == [None, None]
     with pytest.raises(ConfigError, match="no such file"):
         api.load_run(tmp_path / "nowhere.json")
+
+
+@pytest.mark.parametrize("mode", ["replay", "none"])
+def test_strict_replay_without_a_cassette_refuses_before_any_call(mode: str, tmp_path: Path) -> None:
+    """Strict replay never goes live: with no cassette it names the flag to add, and no trial runs."""
+    config = api.run_config(
+        "mock", agent="scripted/oracle", user="scripted/user", num_tasks=1, record_mode=mode, save_to=tmp_path / "run"
+    )
+    with pytest.raises(ConfigError, match="add --cassette DIR"):
+        api.run(config)
+    assert not (tmp_path / "run").exists(), "nothing ran, nothing was written"
