@@ -120,6 +120,17 @@ def load_stripped(path: Path) -> Any:
     return strip_volatile(json.loads(path.read_text()))
 
 
+@pytest.fixture(scope="session")
+def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One finished run (mock, scripted oracle, every task once), made once for the tests that only read
+    a run; a test that changes a run makes its own."""
+    run_dir = tmp_path_factory.mktemp("oracle_run") / "run"
+    invoke_cli(
+        "run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "1", "--save-to", str(run_dir)
+    )
+    return run_dir
+
+
 @pytest.fixture
 def stub():
     from stub_upstream import StubUpstream
@@ -129,3 +140,11 @@ def stub():
         yield server
     finally:
         server.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `pytest -n N --dist loadgroup` (pytest-xdist), every test marked `ray` runs on one worker:
+    each starts a local Ray cluster, and two at once on a small machine fight over its cores and memory."""
+    for item in items:
+        if item.get_closest_marker("ray") is not None:
+            item.add_marker(pytest.mark.xdist_group("ray"))

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from conftest import invoke_cli
 
 
-@pytest.mark.slow
-def test_check_without_baseline_is_a_one_line_usage_error(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    invoke_cli(
-        "run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "1", "--save-to", str(run_dir)
-    )
+def test_check_without_baseline_is_a_one_line_usage_error(oracle_run: Path) -> None:
+    run_dir = oracle_run
     for extra in ((), ("--json",)):
         proc = invoke_cli("check", str(run_dir), *extra, check=False)
         assert proc.returncode == 2, (proc.returncode, proc.stderr)
