@@ -28,6 +28,7 @@ run() {
 }
 
 run state_reset
+run pack_speed
 run cli_start
 run cassette_size
 run estimate_error

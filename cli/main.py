@@ -66,12 +66,13 @@ app.add_typer(cassette.app, name="cassette")
 app.add_typer(tasks.app, name="tasks")
 
 
-def main() -> None:
+def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
+    """The console script; `args` and `prog_name` (default: from sys.argv) let the tests run it in-process."""
     from tauproxy.errors import CassetteWriteError, ResultsWriteError, TauproxyError
     from tauproxy_cli import exit_codes
 
     try:
-        app()
+        app(args=args, prog_name=prog_name)
     except TauproxyError as exc:
         from tauproxy_cli.output import error
 

@@ -1,15 +1,20 @@
-"""Shared test helpers: run the real `tauproxy` console script, compare results files."""
+"""Shared test helpers: run the `tauproxy` command (in-process, or as the real console script), compare
+results files."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 TESTS_DIR = Path(__file__).parent
 REPO_ROOT = TESTS_DIR.parent
@@ -26,6 +31,8 @@ def tauproxy_bin() -> str:
 def run_cli(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, check: bool = True, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
+    """The real console script in its own process: for what needs a process (signals, kill -9, serve,
+    what a fresh process imports). Everything else uses `invoke_cli`, which is the same command in-process."""
     full_env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})}
     proc = subprocess.run(
         [tauproxy_bin(), *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout
@@ -35,8 +42,70 @@ def run_cli(
     return proc
 
 
+# Modules that hold process-wide state a CLI run may load or set: an in-process run must leave them as it
+# found them. Domain packs outside the package import as `tauproxy_ext_<dir name>`: two tests' copies of a
+# domain share that name, so the second would get the first one's tools.
+EXTERNAL_DOMAIN_PREFIX = "tauproxy_ext_"
+# Importing τ²'s orchestrator sets litellm globals for the whole process (tauproxy/tau2bench/peer.py).
+TAU2_LITELLM_SETTER = "tau2.utils.llm_utils"
+
+
+def invoke_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, check: bool = True, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`tauproxy *args` in this process, through the console script's own `main()` (its exit codes and
+    one-line errors included): what `run_cli` returns, without a process start (~1 s, more when litellm
+    loads). `timeout` is accepted for symmetry with `run_cli`; pytest-timeout bounds a hung call."""
+    del timeout
+    from tauproxy_cli.main import main
+
+    tau2_settings_loaded = TAU2_LITELLM_SETTER in sys.modules
+    _forget_external_domains()
+    full_env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})}
+    runner = CliRunner()
+    frozen = gc.get_freeze_count()
+    try:
+        with contextlib.chdir(cwd or Path.cwd()), runner.isolation(env=full_env) as (out, err, _):
+            code, crash = _exit_code(main, list(args))
+            sys.stdout.flush()
+            sys.stderr.flush()
+            stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
+    finally:
+        if gc.get_freeze_count() > frozen:
+            gc.unfreeze()  # the CLI freezes what a run loaded, for its own short process only
+        _forget_external_domains()
+    proc = subprocess.CompletedProcess(["tauproxy", *args], code, stdout, stderr + crash)
+    if not tau2_settings_loaded and TAU2_LITELLM_SETTER in sys.modules:
+        raise AssertionError(
+            f"tauproxy {' '.join(args)} imported {TAU2_LITELLM_SETTER}, which sets litellm globals for the "
+            "whole process: run it with run_cli"
+        )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"tauproxy {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def _exit_code(main: Any, args: list[str]) -> tuple[int, str]:
+    """What the process would exit with, and the traceback Python would print if it crashed."""
+    try:
+        main(args, prog_name="tauproxy")
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0, ""
+        sys.stderr.write(f"{exc.code}\n")
+        return 1, ""
+    except Exception:
+        return 1, traceback.format_exc()
+    return 0, ""
+
+
+def _forget_external_domains() -> None:
+    for name in [name for name in sys.modules if name.startswith(EXTERNAL_DOMAIN_PREFIX)]:
+        del sys.modules[name]
+
+
 def report_json(run_dir: Path) -> dict[str, Any]:
-    return json.loads(run_cli("report", str(run_dir), "--json").stdout)
+    return json.loads(invoke_cli("report", str(run_dir), "--json").stdout)
 
 
 def strip_volatile(value: Any) -> Any:
@@ -51,6 +120,17 @@ def load_stripped(path: Path) -> Any:
     return strip_volatile(json.loads(path.read_text()))
 
 
+@pytest.fixture(scope="session")
+def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One finished run (mock, scripted oracle, every task once), made once for the tests that only read
+    a run; a test that changes a run makes its own."""
+    run_dir = tmp_path_factory.mktemp("oracle_run") / "run"
+    invoke_cli(
+        "run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "1", "--save-to", str(run_dir)
+    )
+    return run_dir
+
+
 @pytest.fixture
 def stub():
     from stub_upstream import StubUpstream
@@ -60,3 +140,11 @@ def stub():
         yield server
     finally:
         server.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `pytest -n N --dist loadgroup` (pytest-xdist), every test marked `ray` runs on one worker:
+    each starts a local Ray cluster, and two at once on a small machine fight over its cores and memory."""
+    for item in items:
+        if item.get_closest_marker("ray") is not None:
+            item.add_marker(pytest.mark.xdist_group("ray"))

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 
 
-@pytest.mark.slow
-def test_check_without_baseline_is_a_one_line_usage_error(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "1", "--save-to", str(run_dir))
+def test_check_without_baseline_is_a_one_line_usage_error(oracle_run: Path) -> None:
+    run_dir = oracle_run
     for extra in ((), ("--json",)):
-        proc = run_cli("check", str(run_dir), *extra, check=False)
+        proc = invoke_cli("check", str(run_dir), *extra, check=False)
         assert proc.returncode == 2, (proc.returncode, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and "--baseline" in lines[0] and "Traceback" not in proc.stderr
         assert proc.stdout == ""
-    judged = run_cli("check", str(run_dir), "--baseline", str(run_dir), check=False)
+    judged = invoke_cli("check", str(run_dir), "--baseline", str(run_dir), check=False)
     assert judged.returncode in (0, 125), "with --baseline it is judged as before"

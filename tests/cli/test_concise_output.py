@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, invoke_cli
 from rich.console import Console
 
 from tauproxy.data_model.result import Results, SimulationRun, TerminationReason
@@ -24,7 +24,7 @@ GRID_TITLE = "trials per task"
 
 
 def run_mock(dest: Path, *extra: str) -> str:
-    return run_cli(
+    return invoke_cli(
         "run",
         "--domain",
         "mock",
@@ -138,7 +138,7 @@ def test_a_budget_stop_keeps_this_invocations_spend_apart_and_counts_the_plan(tm
         "--save-to",
         str(run_dir),
     )
-    first = run_cli(*args, env={"COLUMNS": "300"})
+    first = invoke_cli(*args, env={"COLUMNS": "300"})
     done_first = load(run_dir).simulations
     assert 0 < len(done_first) < 20, "the budget must stop this run part way for the test to mean anything"
     tasks_first = len({s.task_id for s in done_first})
@@ -147,7 +147,7 @@ def test_a_budget_stop_keeps_this_invocations_spend_apart_and_counts_the_plan(tm
     assert spend(line, "this invocation") == spend(line, "whole run"), "nothing resumed yet"
     assert f"over {len(done_first)} of 20 trials" in line
 
-    second = run_cli(*args, env={"COLUMNS": "300"})
+    second = invoke_cli(*args, env={"COLUMNS": "300"})
     done = load(run_dir).simulations
     assert len(done) > len(done_first)
     line = next(x for x in second.stderr.splitlines() if x.startswith("this invocation:"))

@@ -1,5 +1,7 @@
 """Ctrl-C: the run says how many trials it saved and how to resume, exits 130, leaves a run that
-`report` reads, and the same command resumes where it stopped."""
+`report` reads, and the same command resumes where it stopped.
+
+The interrupted run is a real process (the signal is the point); reading and resuming it are not."""
 
 from __future__ import annotations
 
@@ -12,17 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import invoke_cli
 
 from tauproxy_cli import exit_codes
 
 pytestmark = pytest.mark.slow
 
 
-def command(tmp_path: Path, num_tasks: int) -> list[str]:
+def run_args(tmp_path: Path, num_tasks: int) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "tauproxy_cli",
         "run",
         "--domain",
         "airline",
@@ -46,7 +46,8 @@ def saved(tmp_path: Path) -> int:
 
 def test_ctrl_c_saves_says_and_resumes(tmp_path: Path) -> None:
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    proc = subprocess.Popen(command(tmp_path, 60), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    command = [sys.executable, "-m", "tauproxy_cli", *run_args(tmp_path, 60)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 60
     while saved(tmp_path) < 3 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
@@ -58,16 +59,9 @@ def test_ctrl_c_saves_says_and_resumes(tmp_path: Path) -> None:
     assert "Traceback" not in err
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert len(results["simulations"]) == kept  # what report and view need
-    report = subprocess.run(
-        [sys.executable, "-m", "tauproxy_cli", "report", str(tmp_path / "run"), "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert report.returncode == 0, report.stderr
+    invoke_cli("report", str(tmp_path / "run"), "--json")
     # Resume a smaller selection: its finished trials are counted, not the whole directory's.
     first_task = sum(1 for sim in results["simulations"] if sim["task_id"] == results["tasks"][0]["id"])
-    again = subprocess.run(command(tmp_path, 1), capture_output=True, text=True, env=env, timeout=120)
-    assert again.returncode == 0, again.stderr
+    again = invoke_cli(*run_args(tmp_path, 1))
     if first_task:
         assert f"resuming: {first_task} of 40 trials done" in again.stderr

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, run_cli, tauproxy_bin
+from conftest import REPO_ROOT, invoke_cli, tauproxy_bin
 
 from tauproxy.data_model.call import CallRecord
 from tauproxy.data_model.result import RewardInfo, SimulationRun, TerminationReason
@@ -108,7 +108,7 @@ def test_hours_in_the_eta() -> None:
 
 @pytest.mark.slow
 def test_no_bar_without_a_terminal(tmp_path: Path) -> None:
-    proc = run_cli(
+    proc = invoke_cli(
         "run",
         "--domain",
         "mock",

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import run_cli
+from conftest import invoke_cli
 
 STUB_KEY = {"api_key": "sk-test-not-a-real-key", "num_retries": 0}
 
@@ -16,13 +16,13 @@ def stub_args(url: str) -> str:
 
 
 def run(save_to: Path, *args: str, domain: str = "mock") -> Path:
-    run_cli("run", "--domain", domain, *args, "--save-to", str(save_to))
+    invoke_cli("run", "--domain", domain, *args, "--save-to", str(save_to))
     return save_to
 
 
 def diff_json(a: Path, b: Path, *cassettes: Path) -> dict[str, Any]:
     extra = [arg for cassette in cassettes for arg in ("--cassette", str(cassette))]
-    return json.loads(run_cli("diff", str(a), str(b), *extra, "--json").stdout)
+    return json.loads(invoke_cli("diff", str(a), str(b), *extra, "--json").stdout)
 
 
 def edit_results(run_dir: Path, edit: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import invoke_cli
 from run_diff_support import write_config
 
 GOOD_MODEL = "scripted/oracle"
@@ -27,7 +27,7 @@ def versions(tmp_path: Path, count: int, first_bad: int | None) -> list[Path]:
 def test_bisect_names_v5_within_three_middle_evaluations(tmp_path: Path) -> None:
     configs = versions(tmp_path, 8, first_bad=5)
     runs = tmp_path / "runs"
-    proc = run_cli(
+    proc = invoke_cli(
         "bisect",
         "--configs",
         *map(str, configs),
@@ -64,12 +64,12 @@ def test_last_config_not_bad_ends_early(tmp_path: Path) -> None:
     configs = versions(tmp_path, 4, first_bad=None)
     # The repeated-option form, in plain-text mode.
     repeated = [arg for config in configs for arg in ("--configs", str(config))]
-    proc = run_cli("bisect", *repeated, "--task-ids", "create_task,move_due_date")
+    proc = invoke_cli("bisect", *repeated, "--task-ids", "create_task,move_due_date")
     assert "the last config (v4.toml) is not bad" in proc.stdout
     assert proc.stdout.count("GOOD") == 2  # v1 and v4 only
 
 
 def test_mixed_config_forms_are_refused(tmp_path: Path) -> None:
     one, two, three = versions(tmp_path, 3, first_bad=None)
-    proc = run_cli("bisect", "--configs", str(one), "--configs", str(two), str(three), check=False)
+    proc = invoke_cli("bisect", "--configs", str(one), "--configs", str(two), str(three), check=False)
     assert proc.returncode != 0 and "ambiguous" in proc.stderr

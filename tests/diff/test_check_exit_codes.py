@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 from run_diff_support import edit_results, run
 
 TASKS = ("--task-ids", "create_task,complete_task,move_due_date", "--num-trials", "2")
@@ -24,7 +24,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def check(run_dir: Path, baseline: Path | str, *extra: str) -> tuple[int, dict[str, Any]]:
-    proc = run_cli("check", str(run_dir), "--baseline", str(baseline), *extra, "--json", check=False)
+    proc = invoke_cli("check", str(run_dir), "--baseline", str(baseline), *extra, "--json", check=False)
     return proc.returncode, json.loads(proc.stdout)
 
 
@@ -57,7 +57,7 @@ def test_missing_or_unreadable_inputs_cannot_be_tested(runs: dict[str, Path], tm
     garbage = tmp_path / "results.json"
     garbage.write_text("{not json")
     assert check(garbage, runs["base"])[0] == 125
-    proc = run_cli("check", str(runs["base"]), check=False)  # no --baseline at all
+    proc = invoke_cli("check", str(runs["base"]), check=False)  # no --baseline at all
     # a usage error, not a commit that cannot be judged: one line, exit 2
     assert proc.returncode == 2 and "--baseline" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
@@ -92,5 +92,5 @@ def test_mostly_infrastructure_errors_cannot_be_tested(runs: dict[str, Path], tm
 
 
 def test_plain_text_names_the_verdict(runs: dict[str, Path]) -> None:
-    proc = run_cli("check", str(runs["worse"]), "--baseline", str(runs["base"]), check=False)
+    proc = invoke_cli("check", str(runs["worse"]), "--baseline", str(runs["base"]), check=False)
     assert proc.returncode == 1 and proc.stdout.startswith("bad: pass^1")

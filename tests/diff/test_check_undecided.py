@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 from paired_support import results_of
 
 BASE = {"a": [1, 1, 0, 1], "b": [0, 1, 1, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 0]}
@@ -22,7 +22,7 @@ def write(path: Path, rewards: dict[str, list[int]], **kwargs: Any) -> Path:
 
 
 def check(run: Path, baseline: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    proc = run_cli("check", str(run), "--baseline", str(baseline), *extra, "--json", check=False)
+    proc = invoke_cli("check", str(run), "--baseline", str(baseline), *extra, "--json", check=False)
     return proc.returncode, json.loads(proc.stdout)
 
 
@@ -61,6 +61,6 @@ def test_confidence_widens_or_narrows_the_interval(runs: dict[str, Path]) -> Non
 
 
 def test_plain_text_says_undecided_and_what_would_decide(runs: dict[str, Path]) -> None:
-    proc = run_cli("check", str(runs["noisy"]), "--baseline", str(runs["base"]), check=False)
+    proc = invoke_cli("check", str(runs["noisy"]), "--baseline", str(runs["base"]), check=False)
     assert proc.returncode == 125 and proc.stdout.startswith("undecided: pass^1")
     assert "more trial(s) per task" in proc.stdout and "exact sign-flip test" in proc.stdout

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, invoke_cli
 from run_diff_support import diff_json, run, set_reward, stub_args, write_config
 from stub_upstream import StubUpstream
 
@@ -78,7 +78,7 @@ def test_model_change_is_model_or_params_changed(tmp_path: Path) -> None:
         assert found["message_diff"].startswith("--- A\n+++ B")
     counts = {row["task_id"]: row for row in diff["tasks"]}
     assert counts["create_task"]["a_successes"] == 2
-    text = run_cli("diff", str(a), str(b)).stdout
+    text = invoke_cli("diff", str(a), str(b)).stdout
     assert "model_or_params_changed at call #" in text and "first difference:" in text
     assert f"create_task    2/2 -> {counts['create_task']['b_successes']}/2  *" in text
 

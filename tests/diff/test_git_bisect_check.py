@@ -14,7 +14,7 @@ from pathlib import Path
 
 import conftest
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 
 FIRST_BAD = 4
 COMMITS = 6
@@ -66,7 +66,7 @@ def test_git_bisect_run_names_the_first_bad_commit(tmp_path: Path) -> None:
     first = tmp_path / "v1.toml"
     first.write_text(agent_toml(1))
     baseline = tmp_path / "baseline"
-    run_cli(
+    invoke_cli(
         "run",
         "--domain",
         "mock",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 
 from tauproxy.data_model.result import Results
 from tauproxy.errors import ConfigError
@@ -76,7 +76,7 @@ def test_an_unknown_task_is_an_error_naming_it(pair: tuple[Results, Results]) ->
 @pytest.mark.slow
 def test_the_cli_flags(tmp_path: Path) -> None:
     for name, agent in (("a", "scripted/oracle?error_rate=0.1"), ("b", "scripted/oracle?error_rate=0.6")):
-        run_cli(
+        invoke_cli(
             "run",
             "--domain",
             "mock",
@@ -90,13 +90,13 @@ def test_the_cli_flags(tmp_path: Path) -> None:
             str(tmp_path / name),
         )
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
-    text = run_cli("diff", a, b, "--limit", "1").stdout
+    text = invoke_cli("diff", a, b, "--limit", "1").stdout
     assert len(flip_lines(text)) == 1 and "more flipped trials left out (--limit 1" in text
     task = flip_lines(text)[0].split()[1]
-    only = run_cli("diff", a, b, "--task", task, "--task", "explain_order").stdout
+    only = invoke_cli("diff", a, b, "--task", task, "--task", "explain_order").stdout
     assert {line.split()[1] for line in flip_lines(only)} <= {task, "explain_order"}
     assert task in only
     for bad, message in ((["--task", "nope"], "no task 'nope'"), (["--limit", "0"], "--limit 0")):
-        proc = run_cli("diff", a, b, *bad, check=False)
+        proc = invoke_cli("diff", a, b, *bad, check=False)
         assert proc.returncode == 2 and message in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

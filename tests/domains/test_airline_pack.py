@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +73,8 @@ def test_pack_loads_with_the_expected_tools(pack: DomainPack, shipped: list[dict
 
 
 def test_build_db_is_deterministic_per_seed() -> None:
-    started = time.perf_counter()
-    db = build_db(0)
-    elapsed = time.perf_counter() - started
-    first = _dumps(db)
-    print(f"\nairline build_db(0): {elapsed * 1000:.0f} ms")
-    assert elapsed < 2.0
+    # How long it takes is measured by bench/pack_speed.py.
+    first = _dumps(build_db(0))
     assert first == _dumps(build_db(0))
     assert first != _dumps(build_db(1))
 
@@ -92,18 +87,6 @@ def test_db_has_the_promised_shape() -> None:
         assert all(db["flights"][number]["origin"] == route["origin"] for number in route["flights"])
     for user in db["users"].values():
         assert all(db["reservations"][rid]["user_id"] == user["user_id"] for rid in user["reservations"])
-
-
-def test_fresh_state_and_a_read_are_fast(pack: DomainPack, shipped: list[dict[str, Any]]) -> None:
-    reservation_id = next(iter(pack.base_state.ids("reservations")))
-    function = pack.functions["get_reservation_details"]
-    rounds = 200
-    started = time.perf_counter()
-    for _ in range(rounds):
-        function.call(pack.base_state.fresh(), {"reservation_id": reservation_id})
-    mean_ms = (time.perf_counter() - started) / rounds * 1000
-    print(f"\nairline fresh() + one read: {mean_ms:.3f} ms")
-    assert mean_ms < 5
 
 
 # ---------------------------------------------------------------------------------------------- the tasks

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 
 from tauproxy.domain.pack import available_domains, load_pack
 from tauproxy.engine.llm_config import LLMConfig
@@ -20,7 +20,7 @@ GENERATED = [name for name in available_domains() if (load_pack(name).root / "ta
 
 @pytest.mark.parametrize("domain", available_domains())
 def test_domains_check_passes(domain: str) -> None:
-    proc = run_cli("domains", "check", domain, "--json")
+    proc = invoke_cli("domains", "check", domain, "--json")
     [check] = json.loads(proc.stdout)
     assert check["ok"], check
     assert check["oracle_pass_rate"] == 1.0 and check["silent_pass_rate"] <= 0.10
@@ -29,10 +29,10 @@ def test_domains_check_passes(domain: str) -> None:
 @pytest.mark.parametrize("domain", GENERATED)
 def test_generated_set_with_new_seed_passes_check(domain: str, tmp_path: Path) -> None:
     first, second = tmp_path / "a.json", tmp_path / "b.json"
-    run_cli("tasks", "generate", "--domain", domain, "--seed", "11", "--n", "12", "--out", str(first))
-    run_cli("tasks", "generate", "--domain", domain, "--seed", "11", "--n", "12", "--out", str(second))
+    invoke_cli("tasks", "generate", "--domain", domain, "--seed", "11", "--n", "12", "--out", str(first))
+    invoke_cli("tasks", "generate", "--domain", domain, "--seed", "11", "--n", "12", "--out", str(second))
     assert first.read_bytes() == second.read_bytes(), "the same seed gives a byte-identical task file"
-    [check] = json.loads(run_cli("domains", "check", domain, "--tasks-file", str(first), "--json").stdout)
+    [check] = json.loads(invoke_cli("domains", "check", domain, "--tasks-file", str(first), "--json").stdout)
     assert check["ok"] and check["tasks"] == 12, check
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -211,18 +210,3 @@ def test_tools_reject_impossible_input(pack: DomainPack) -> None:
     args = {"order_id": processed, "item_ids": [item], "payment_method_id": method}
     assert env.execute(_call(0, "return_delivered_order_items", args), "assistant").error
     assert env.execute(_call(1, "get_order_details", {"order_id": "ord_12"}), "assistant").error
-
-
-def test_speed(pack: DomainPack) -> None:
-    started = time.perf_counter()
-    build_db(0)
-    build_seconds = time.perf_counter() - started
-    order_id = pack.base_state.ids("orders")[0]
-    rounds = 200
-    started = time.perf_counter()
-    for _ in range(rounds):
-        pack.functions["get_order_details"].call(pack.base_state.fresh(), {"order_id": order_id})
-    per_trial_ms = (time.perf_counter() - started) / rounds * 1000
-    print(f"\nretail: build_db(0) {build_seconds * 1000:.0f} ms; fresh() + one read {per_trial_ms:.3f} ms")
-    assert build_seconds < 2.0
-    assert per_trial_ms < 5.0

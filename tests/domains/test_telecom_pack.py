@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -81,14 +80,11 @@ def test_user_tool_names_never_contain_each_other(pack: DomainPack) -> None:
     assert not [(a, b) for a in names for b in names if a != b and a in b]
 
 
-def test_db_is_deterministic_and_fast() -> None:
-    started = time.perf_counter()
+def test_db_is_deterministic() -> None:
+    # How long it takes is measured by bench/pack_speed.py.
     first = json.dumps(build_db(0), sort_keys=True)
-    elapsed = time.perf_counter() - started
     assert first == json.dumps(build_db(0), sort_keys=True)
     assert first != json.dumps(build_db(1), sort_keys=True)
-    print(f"telecom build_db(0): {elapsed * 1000:.1f} ms")
-    assert elapsed < 2.0
 
 
 def test_tasks_are_deterministic_and_shipped_file_is_seed_0() -> None:
@@ -96,18 +92,6 @@ def test_tasks_are_deterministic_and_shipped_file_is_seed_0() -> None:
     assert taskgen.dumps(taskgen.generate_tasks(0, taskgen.DEFAULT_N)) == shipped
     assert taskgen.dumps(taskgen.generate_tasks(5, 20)) == taskgen.dumps(taskgen.generate_tasks(5, 20))
     assert taskgen.dumps(taskgen.generate_tasks(5, 20)) != taskgen.dumps(taskgen.generate_tasks(6, 20))
-
-
-def test_fresh_state_and_a_read_are_cheap(pack: DomainPack) -> None:
-    task = pack.tasks[0]
-    rounds = 200
-    started = time.perf_counter()
-    for _ in range(rounds):
-        env = Environment(pack, task)
-        env.execute(ToolCall(id="c", name="get_line_details", arguments={"line_id": "L10001"}), "assistant")
-    mean_ms = (time.perf_counter() - started) / rounds * 1000
-    print(f"telecom fresh env + one read: {mean_ms:.3f} ms")
-    assert mean_ms < 5
 
 
 @pytest.mark.parametrize("which", ["shipped", "seed5"])
@@ -323,13 +307,11 @@ def test_tools_reject_impossible_input(pack: DomainPack) -> None:
 @pytest.mark.parametrize("which", ["shipped", "seed5"])
 def test_oracle_with_scripted_user_passes_every_task(seed5_file: Path, which: str) -> None:
     tasks_file = None if which == "shipped" else seed5_file
-    started = time.perf_counter()
     outcome = execute(
         RunConfig(domain="telecom", agent=LLMConfig(model=ORACLE), user=LLMConfig(model=USER), tasks_file=tasks_file)
     )
     runs = outcome.results.simulations
     failed = [(r.task_id, r.termination_reason.value) for r in runs if not is_success(r)]
-    print(f"telecom oracle ({which}, {len(runs)} tasks): {time.perf_counter() - started:.2f} s")
     assert len(runs) >= 40 and not failed
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import report_json, run_cli
+from conftest import invoke_cli, report_json
 
 AGENT_FILE = '''
 from tauproxy.data_model.message import Message
@@ -47,11 +47,11 @@ def test_custom_agent_runs_and_is_recorded(tmp_path: Path) -> None:
         "--cassette",
         str(cassette),
     ]
-    run_cli(*args, "--save-to", str(tmp_path / "rec"))
+    invoke_cli(*args, "--save-to", str(tmp_path / "rec"))
     report = report_json(tmp_path / "rec")
     assert report["pass_hat_k"]["1"] == 1.0
     assert report["models"]["agent"]["implementation"] == f"{agent}:make"
-    run_cli(*args, "--record-mode", "replay", "--save-to", str(tmp_path / "rep"))
+    invoke_cli(*args, "--record-mode", "replay", "--save-to", str(tmp_path / "rep"))
     assert report_json(tmp_path / "rep")["calls"]["live"] == 0
     results = json.loads((tmp_path / "rep" / "results.json").read_text())
     calls = [c for s in results["simulations"] for c in s["calls"]]
@@ -59,5 +59,5 @@ def test_custom_agent_runs_and_is_recorded(tmp_path: Path) -> None:
 
 
 def test_bad_agent_impl_is_a_clear_error(tmp_path: Path) -> None:
-    proc = run_cli("run", "--domain", "mock", "--agent-llm", "x", "--agent-impl", "no_such_module:make", check=False)
+    proc = invoke_cli("run", "--domain", "mock", "--agent-llm", "x", "--agent-impl", "no_such_module:make", check=False)
     assert proc.returncode != 0 and "no_such_module" in proc.stderr and "Traceback" not in proc.stderr

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import report_json, run_cli
+from conftest import invoke_cli, report_json
 
 
 def test_mock_domain_runs_through_litellm_against_stub(tmp_path: Path, stub) -> None:
     run_dir = tmp_path / "live"
     args = json.dumps({"api_base": stub.url, "api_key": "sk-test-not-a-real-key", "num_retries": 0})
-    run_cli(
+    invoke_cli(
         "run",
         "--domain",
         "mock",

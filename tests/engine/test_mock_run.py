@@ -9,12 +9,12 @@ import sys
 from math import comb
 from pathlib import Path
 
-from conftest import REPO_ROOT, load_stripped, report_json, run_cli
+from conftest import REPO_ROOT, invoke_cli, load_stripped, report_json
 
 
 def test_oracle_passes_every_trial(tmp_path: Path) -> None:
     run_dir = tmp_path / "oracle"
-    run_cli(
+    invoke_cli(
         "run",
         "--domain",
         "mock",
@@ -36,7 +36,7 @@ def test_oracle_passes_every_trial(tmp_path: Path) -> None:
 
 def test_slips_make_pass_hat_k_fall_and_match_the_formula(tmp_path: Path) -> None:
     run_dir = tmp_path / "slips"
-    run_cli(
+    invoke_cli(
         "run",
         "--domain",
         "mock",
@@ -72,15 +72,15 @@ def test_same_command_twice_gives_identical_results(tmp_path: Path) -> None:
         "--max-concurrency",
         "3",
     ]
-    run_cli(*args, "--save-to", str(tmp_path / "a"))
-    run_cli(*args, "--save-to", str(tmp_path / "b"))
+    invoke_cli(*args, "--save-to", str(tmp_path / "a"))
+    invoke_cli(*args, "--save-to", str(tmp_path / "b"))
     first, second = load_stripped(tmp_path / "a" / "results.json"), load_stripped(tmp_path / "b" / "results.json")
     assert first == second
     assert first["simulations"], "the comparison must cover real trials"
 
 
 def test_unknown_domain_is_one_line_error(tmp_path: Path) -> None:
-    proc = run_cli("run", "--domain", "nope", "--agent-llm", "scripted/oracle", check=False)
+    proc = invoke_cli("run", "--domain", "nope", "--agent-llm", "scripted/oracle", check=False)
     assert proc.returncode != 0
     assert "unknown domain 'nope'" in proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
@@ -92,13 +92,13 @@ def test_malformed_tasks_file_names_file_and_field(tmp_path: Path) -> None:
     tasks = json.loads((pack / "tasks.json").read_text())
     del tasks[2]["user_scenario"]
     (pack / "tasks.json").write_text(json.dumps(tasks))
-    proc = run_cli("run", "--domain", str(pack), "--agent-llm", "scripted/oracle", check=False)
+    proc = invoke_cli("run", "--domain", str(pack), "--agent-llm", "scripted/oracle", check=False)
     assert proc.returncode != 0
     assert "tasks.json" in proc.stderr and "user_scenario" in proc.stderr and "move_due_date" in proc.stderr
     assert "Traceback" not in proc.stderr
 
     (pack / "tasks.json").write_text('[{"id": ')
-    proc = run_cli("run", "--domain", str(pack), "--agent-llm", "scripted/oracle", check=False)
+    proc = invoke_cli("run", "--domain", str(pack), "--agent-llm", "scripted/oracle", check=False)
     assert proc.returncode != 0 and "not valid JSON" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -110,12 +110,16 @@ def test_import_tauproxy_does_not_import_litellm() -> None:
 
 def test_interrupted_run_resumes(tmp_path: Path) -> None:
     run_dir = tmp_path / "resume"
-    run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "2", "--save-to", str(run_dir))
+    invoke_cli(
+        "run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "2", "--save-to", str(run_dir)
+    )
     lines = (run_dir / "simulations.jsonl").read_text().splitlines()
     # Keep 5 finished trials and a line cut in half, as a crash would leave them.
     (run_dir / "simulations.jsonl").write_text("\n".join(lines[:5]) + "\n" + lines[5][:40])
     (run_dir / "results.json").unlink()
-    run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "2", "--save-to", str(run_dir))
+    invoke_cli(
+        "run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "2", "--save-to", str(run_dir)
+    )
     report = report_json(run_dir)
     assert report["num_tasks"] == 10 and all(t["trials"] == 2 for t in report["tasks"])
     finished = [json.loads(line) for line in (run_dir / "simulations.jsonl").read_text().splitlines()[:5]]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import report_json, run_cli
+from conftest import invoke_cli, report_json
 
 from tauproxy.data_model.call import Usage
 from tauproxy.proxy.pricing import ModelPrice, Pricing, usage_cost
@@ -26,7 +26,7 @@ def prices_file(tmp_path: Path, model: str = "openai/stub") -> Path:
 
 def live_run(url: str, tmp_path: Path, name: str, *extra: str) -> Path:
     run_dir = tmp_path / name
-    run_cli(
+    invoke_cli(
         "run",
         "--domain",
         "mock",
@@ -57,7 +57,7 @@ def test_replay_costs_nothing_and_saves_the_recorded_amount(tmp_path: Path, stub
     assert recorded["cost"]["live_usd"] > 0
     assert replayed["cost"]["live_usd"] == 0
     assert replayed["cost"]["replayed_usd"] == pytest.approx(recorded["cost"]["live_usd"], rel=1e-12)
-    stats = json.loads(run_cli("cassette", "stats", str(cassette), "--json").stdout)
+    stats = json.loads(invoke_cli("cassette", "stats", str(cassette), "--json").stdout)
     assert stats["recorded_cost_usd"] == pytest.approx(recorded["cost"]["live_usd"], rel=1e-9)
 
 
@@ -81,7 +81,7 @@ def test_unknown_price_is_unknown_never_zero(tmp_path: Path, stub) -> None:
     assert report["cost"]["unknown_price_calls"] > 0
     assert report["cost"]["by_model"]["openai/stub"]["live_usd"] is None
     assert report["cost"]["by_model"]["scripted/user"]["live_usd"] == 0.0, "scripted models are free by declaration"
-    table = run_cli("report", str(tmp_path / "unpriced")).stdout
+    table = invoke_cli("report", str(tmp_path / "unpriced")).stdout
     assert "unknown" in table
 
 
@@ -116,12 +116,12 @@ def test_max_cost_stops_below_budget_and_resume_finishes(tmp_path: Path, stub) -
         "--save-to",
         str(run_dir),
     ]
-    first = run_cli(*args, "--max-cost", str(budget))
+    first = invoke_cli(*args, "--max-cost", str(budget))
     assert "budget" in first.stderr
     partial = report_json(run_dir)
     assert partial["cost"]["live_usd"] <= budget
     assert sum(t["trials"] for t in partial["tasks"]) < 8
-    run_cli(*args)  # a later run resumes with the same --save-to
+    invoke_cli(*args)  # a later run resumes with the same --save-to
     resumed = report_json(run_dir)
     assert sum(t["trials"] for t in resumed["tasks"]) == 8
 
@@ -141,10 +141,10 @@ def test_estimate_from_a_pilot_lands_near_the_real_cost(tmp_path: Path, stub) ->
         str(prices),
     ]
     full_dir, pilot_dir = tmp_path / "full", tmp_path / "pilot"
-    run_cli("run", *common, "--save-to", str(full_dir), "--max-concurrency", "4")
+    invoke_cli("run", *common, "--save-to", str(full_dir), "--max-concurrency", "4")
     actual = report_json(full_dir)["cost"]["live_usd"]
-    run_cli("run", *common, "--num-tasks", "6", "--save-to", str(pilot_dir))
-    estimate = json.loads(run_cli("estimate", *common, "--history", str(pilot_dir), "--json").stdout)
+    invoke_cli("run", *common, "--num-tasks", "6", "--save-to", str(pilot_dir))
+    estimate = json.loads(invoke_cli("estimate", *common, "--history", str(pilot_dir), "--json").stdout)
     assert estimate["confidence"] == "history"
     assert abs(estimate["live_cost_p50"] - actual) / actual < 0.25, (estimate["live_cost_p50"], actual)
     assert estimate["live_cost_p90"] >= estimate["live_cost_p50"]
@@ -153,9 +153,9 @@ def test_estimate_from_a_pilot_lands_near_the_real_cost(tmp_path: Path, stub) ->
 def test_estimate_subtracts_what_the_cassette_replays(tmp_path: Path) -> None:
     cassette = tmp_path / "cassette"
     args = ["--domain", "mock", "--agent-llm", "scripted/oracle", "--num-trials", "2", "--cassette", str(cassette)]
-    run_cli("run", *args, "--num-tasks", "5", "--save-to", str(tmp_path / "rec"))
+    invoke_cli("run", *args, "--num-tasks", "5", "--save-to", str(tmp_path / "rec"))
     recorded_calls = report_json(tmp_path / "rec")["calls"]["live"]
-    estimate = json.loads(run_cli("estimate", *args, "--json").stdout)
+    estimate = json.loads(invoke_cli("estimate", *args, "--json").stdout)
     assert estimate["replayed_calls"] == recorded_calls, "the recorded half is served exactly"
     assert estimate["confidence"].startswith("low"), "no history: labelled low-confidence"
     assert estimate["roles"]["agent"]["calls_p50"] > 0, "the unrecorded tasks still cost something"

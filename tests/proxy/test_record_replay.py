@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import load_stripped, report_json, run_cli, strip_volatile, tauproxy_bin
+from conftest import invoke_cli, load_stripped, report_json, run_cli, strip_volatile, tauproxy_bin
 
 from tauproxy.store.cassette import Cassette
 
@@ -52,14 +52,14 @@ def comparable(path: Path) -> object:
 
 def test_record_then_replay_offline_is_identical(tmp_path: Path, stub) -> None:
     cassette = tmp_path / "cassette"
-    run_cli(*record_args(stub.url, cassette, tmp_path / "rec"), "--record-mode", "record")
+    invoke_cli(*record_args(stub.url, cassette, tmp_path / "rec"), "--record-mode", "record")
     recorded_requests = stub.request_count
     assert recorded_requests > 0
     url = stub.url
     stub.stop()  # replay must not need the upstream at all
     replay = record_args(url, cassette, tmp_path / "rep1")
-    run_cli(*replay, "--record-mode", "replay")
-    run_cli(*record_args(url, cassette, tmp_path / "rep2"), "--record-mode", "replay")
+    invoke_cli(*replay, "--record-mode", "replay")
+    invoke_cli(*record_args(url, cassette, tmp_path / "rep2"), "--record-mode", "replay")
     assert stub.request_count == recorded_requests
     assert comparable(tmp_path / "rec" / "results.json") == comparable(tmp_path / "rep1" / "results.json")
     # Replaying twice gives identical results files, timestamps aside.
@@ -71,7 +71,7 @@ def test_record_then_replay_offline_is_identical(tmp_path: Path, stub) -> None:
 
 def test_four_trials_are_four_samples(tmp_path: Path, stub) -> None:
     cassette = tmp_path / "cassette"
-    run_cli(*record_args(stub.url, cassette, tmp_path / "rec"))
+    invoke_cli(*record_args(stub.url, cassette, tmp_path / "rec"))
     results = json.loads((tmp_path / "rec" / "results.json").read_text())
     for task_id in {s["task_id"] for s in results["simulations"]}:
         first_agent_calls = [
@@ -102,10 +102,10 @@ def test_prompt_change_misses_agent_calls_only(tmp_path: Path, stub) -> None:
         "--cassette",
         str(cassette),
     ]
-    run_cli(*base, "--save-to", str(tmp_path / "base"))
+    invoke_cli(*base, "--save-to", str(tmp_path / "base"))
     config = tmp_path / "agent.toml"
     config.write_text('model = "openai/stub"\nsystem_prompt = "Always double-check ids."\n')
-    run_cli(*base, "--agent-config", str(config), "--save-to", str(tmp_path / "changed"))
+    invoke_cli(*base, "--agent-config", str(config), "--save-to", str(tmp_path / "changed"))
     results = json.loads((tmp_path / "changed" / "results.json").read_text())
     for simulation in results["simulations"]:
         agent_calls = [c for c in simulation["calls"] if c["role"] == "agent"]
@@ -120,7 +120,7 @@ def test_judge_change_misses_judge_calls_only(tmp_path: Path, stub) -> None:
     cassette = tmp_path / "cassette"
 
     def run(judge: str, name: str) -> dict:
-        run_cli(
+        invoke_cli(
             "run",
             "--domain",
             "mock",
@@ -146,7 +146,7 @@ def test_judge_change_misses_judge_calls_only(tmp_path: Path, stub) -> None:
     roles = second["cost"]["by_role"]
     assert roles["judge"]["live"]["calls"] == 2 and roles["judge"]["replayed"]["calls"] == 0
     assert roles["agent"]["live"]["calls"] == 0 and roles["user"]["live"]["calls"] == 0
-    stats = json.loads(run_cli("cassette", "stats", str(cassette), "--json").stdout)
+    stats = json.loads(invoke_cli("cassette", "stats", str(cassette), "--json").stdout)
     assert stats["calls_by_role"]["judge"] == 4
 
 
@@ -168,7 +168,7 @@ def test_kill_9_loses_nothing_finished(tmp_path: Path, stub) -> None:
     assert recorded_before >= 15
     stub.configure(delay_s=0)
     before = stub.request_count
-    run_cli(*record_args(stub.url, cassette, tmp_path / "again"))
+    invoke_cli(*record_args(stub.url, cassette, tmp_path / "again"))
     report = report_json(tmp_path / "again")
     sent_upstream = stub.request_count - before
     assert report["calls"]["replayed"] == recorded_before, "every call finished before the kill is reused"
@@ -179,7 +179,7 @@ def test_kill_9_loses_nothing_finished(tmp_path: Path, stub) -> None:
 def test_secret_never_written(tmp_path: Path, stub) -> None:
     secret = "sk-test-SECRET-0123456789abcdef"
     args = json.dumps({"api_base": stub.url, "num_retries": 0})
-    run_cli(
+    invoke_cli(
         "run",
         "--domain",
         "mock",
@@ -215,7 +215,7 @@ def test_replay_works_with_litellm_blocked(tmp_path: Path) -> None:
         "--cassette",
         str(cassette),
     ]
-    run_cli(*args, "--save-to", str(tmp_path / "rec"))
+    invoke_cli(*args, "--save-to", str(tmp_path / "rec"))
     blocker = tmp_path / "blocker"
     (blocker / "litellm").mkdir(parents=True)
     (blocker / "litellm" / "__init__.py").write_text("raise ImportError('litellm is blocked in this test')\n")
@@ -243,10 +243,10 @@ def test_replay_miss_names_the_call_and_the_difference(tmp_path: Path) -> None:
         "--cassette",
         str(cassette),
     ]
-    run_cli(*base, "--save-to", str(tmp_path / "rec"))
+    invoke_cli(*base, "--save-to", str(tmp_path / "rec"))
     config = tmp_path / "agent.toml"
     config.write_text('model = "scripted/oracle"\nsystem_prompt = "Be terse."\n')
-    proc = run_cli(
+    proc = invoke_cli(
         *base, "--agent-config", str(config), "--record-mode", "replay", "--save-to", str(tmp_path / "rep"), check=False
     )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
@@ -268,11 +268,11 @@ def test_vcrpy_mode_names_are_aliases(tmp_path: Path) -> None:
         "--cassette",
         str(cassette),
     ]
-    run_cli(*args, "--record-mode", "once", "--save-to", str(tmp_path / "a"))
-    run_cli(*args, "--record-mode", "none", "--save-to", str(tmp_path / "b"))
+    invoke_cli(*args, "--record-mode", "once", "--save-to", str(tmp_path / "a"))
+    invoke_cli(*args, "--record-mode", "none", "--save-to", str(tmp_path / "b"))
     assert report_json(tmp_path / "b")["calls"]["live"] == 0
-    run_cli(*args, "--record-mode", "all", "--save-to", str(tmp_path / "c"))
+    invoke_cli(*args, "--record-mode", "all", "--save-to", str(tmp_path / "c"))
     assert report_json(tmp_path / "c")["calls"]["replayed"] == 0
-    bad = run_cli(*args, "--record-mode", "sometimes", check=False)
+    bad = invoke_cli(*args, "--record-mode", "sometimes", check=False)
     assert bad.returncode != 0 and "new_episodes" in bad.stderr
     assert strip_volatile({"timestamp": 1, "x": 2}) == {"x": 2}

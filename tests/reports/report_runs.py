@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, invoke_cli
 
 from tauproxy.data_model.call import CallRecord
 from tauproxy.data_model.message import Message
@@ -21,7 +21,7 @@ TAU2_METRICS = FIXTURES / "tau2-airline-50x4-silent-stub_results.json"
 
 
 def mock_run(dest: Path, *, trials: int, seed: int = 300, agent: str = SLIPS, extra: tuple[str, ...] = ()) -> Path:
-    run_cli(
+    invoke_cli(
         "run",
         "--domain",
         "mock",

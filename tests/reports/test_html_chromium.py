@@ -19,7 +19,7 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, invoke_cli
 from report_runs import mock_run, results_json
 
 from tauproxy.data_model.result import Results, SimulationRun
@@ -100,7 +100,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Results]:
     tmp = tmp_path_factory.mktemp("html")
     run_dir = mock_run(tmp / "run", trials=3, seed=2, extra=("--prices", str(DEMO_PRICES)))
     page = tmp / "report.html"
-    run_cli("report", str(run_dir), "--html", str(page))
+    invoke_cli("report", str(run_dir), "--html", str(page))
     return page, Results.model_validate(results_json(run_dir))
 
 

@@ -7,7 +7,7 @@ import re
 from html import unescape
 from pathlib import Path
 
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, invoke_cli
 from report_runs import mock_run, results_json, tiny_results
 
 from tauproxy.data_model.call import CallRecord
@@ -46,7 +46,7 @@ def test_page_is_self_contained() -> None:
 def test_charts_grid_links_and_header(tmp_path: Path) -> None:
     run_dir = mock_run(tmp_path / "run", trials=2, seed=3, extra=("--prices", str(DEMO_PRICES)))
     page_path = tmp_path / "report.html"
-    run_cli("report", str(run_dir), "--html", str(page_path))
+    invoke_cli("report", str(run_dir), "--html", str(page_path))
     page = page_path.read_text()
     for svg_id in (*CHART_IDS, "chart-cost-by-model"):
         assert f'id="{svg_id}"' in page, svg_id

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 from report_runs import mock_run
 
 
@@ -22,7 +22,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def report_json(*args: str) -> dict[str, Any]:
-    return json.loads(run_cli("report", *args, "--json").stdout)
+    return json.loads(invoke_cli("report", *args, "--json").stdout)
 
 
 def test_report_against_json(runs: dict[str, Path], tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_report_of_two_agents_compares_instead_of_merging(runs: dict[str, Path])
     assert "pass_hat_k" not in data, "two agents must not be merged into one score"
     assert [run["agent"]["llm"] for run in data["runs"]] == ["scripted/oracle", "scripted/oracle?error_rate=0.9"]
     assert data["comparisons"][0]["comparison"]["differences"]["pass^1"]["difference"] < 0
-    text = run_cli("report", str(runs["base"]), str(runs["slips"])).stdout
+    text = invoke_cli("report", str(runs["base"]), str(runs["slips"])).stdout
     assert "[baseline]" in text and "[candidate]" in text and "paired comparison" in text
 
 

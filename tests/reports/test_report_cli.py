@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import report_json, run_cli
+from conftest import invoke_cli, report_json
 from report_runs import SLIPS, mock_run, results_json, tiny_results
 
 from tauproxy.data_model.result import TerminationReason
@@ -47,7 +47,7 @@ def test_json_keeps_the_contract_and_adds_intervals_breakdown_and_grid(run_dir: 
 
 
 def test_table_shows_intervals_breakdown_costs_grid_and_the_header(run_dir: Path) -> None:
-    out = run_cli("report", str(run_dir), "--full", env=WIDE).stdout
+    out = invoke_cli("report", str(run_dir), "--full", env=WIDE).stdout
     info = results_json(run_dir)["info"]
     for text in (
         "pass^1",
@@ -71,7 +71,7 @@ def test_table_shows_intervals_breakdown_costs_grid_and_the_header(run_dir: Path
 
 
 def test_the_short_report_names_models_versions_and_prices_but_keeps_the_grid_behind_full(run_dir: Path) -> None:
-    short = run_cli("report", str(run_dir), env=WIDE).stdout
+    short = invoke_cli("report", str(run_dir), env=WIDE).stdout
     info = results_json(run_dir)["info"]
     for text in (
         "pass^1",
@@ -86,7 +86,7 @@ def test_the_short_report_names_models_versions_and_prices_but_keeps_the_grid_be
     ):
         assert text in short, text
     assert "✓" not in short and "reward by basis" not in short
-    assert len(short.splitlines()) < len(run_cli("report", str(run_dir), "--full", env=WIDE).stdout.splitlines())
+    assert len(short.splitlines()) < len(invoke_cli("report", str(run_dir), "--full", env=WIDE).stdout.splitlines())
 
 
 def with_unknown_prices(run_dir: Path, dest: Path) -> Path:
@@ -102,7 +102,7 @@ def test_unknown_cost_is_unknown_never_zero(run_dir: Path, tmp_path: Path) -> No
     unpriced = with_unknown_prices(run_dir, tmp_path / "unpriced.json")
     report = report_json(unpriced)
     assert report["cost"]["live_usd"] is None and report["cost"]["unknown_price_calls"] > 0
-    out = run_cli("report", str(unpriced), "--full", env=WIDE).stdout
+    out = invoke_cli("report", str(unpriced), "--full", env=WIDE).stdout
     rows = {
         line.split("│")[0].strip(): [c.strip() for c in line.split("│")[1:]]
         for line in out.splitlines()
@@ -126,19 +126,19 @@ def test_json_writes_null_where_the_average_is_undefined(tmp_path: Path) -> None
         run.termination_reason, run.reward_info = TerminationReason.INFRASTRUCTURE_ERROR, None
     path = tmp_path / "results.json"
     path.write_text(results.model_dump_json())
-    report = json.loads(run_cli("report", str(path), "--json").stdout, parse_constant=reject_constant)
+    report = json.loads(invoke_cli("report", str(path), "--json").stdout, parse_constant=reject_constant)
     assert report["avg_reward"] is None and report["excluded_simulations"] == 1
-    assert "nan" in run_cli("report", str(path), env=WIDE).stdout, "the table still shows it as nan"
+    assert "nan" in invoke_cli("report", str(path), env=WIDE).stdout, "the table still shows it as nan"
 
 
 def test_output_options(run_dir: Path, tmp_path: Path) -> None:
     page = tmp_path / "out.html"
-    proc = run_cli("report", str(run_dir), "--json", "--html", str(page))
+    proc = invoke_cli("report", str(run_dir), "--json", "--html", str(page))
     assert json.loads(proc.stdout)["num_trials"] == 3, "--html must not disturb the JSON on stdout"
     assert page.read_text().startswith("<!DOCTYPE html>")
 
-    both = run_cli("report", str(run_dir), "--json", "--format", "tau2", check=False)
+    both = invoke_cli("report", str(run_dir), "--json", "--format", "tau2", check=False)
     assert both.returncode != 0 and "--format tau2" in both.stderr
 
-    missing = run_cli("report", str(tmp_path / "nowhere"), check=False)
+    missing = invoke_cli("report", str(tmp_path / "nowhere"), check=False)
     assert missing.returncode != 0 and "Traceback" not in missing.stderr

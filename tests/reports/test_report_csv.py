@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 from report_runs import SLIPS, mock_run, results_json, tau2_fixture, tiny_results
 from test_tau2_commands import SEED, tiny_tau2
 
@@ -132,7 +132,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_report_format_csv_of_a_run_and_its_strict_replay(run_dir: Path, tmp_path: Path) -> None:
     data = results_json(run_dir)
-    rows = parse(run_cli("report", str(run_dir), "--format", "csv").stdout)
+    rows = parse(invoke_cli("report", str(run_dir), "--format", "csv").stdout)
     simulations = data["simulations"]
     assert [(r["task"], int(r["trial"]), int(r["seed"])) for r in rows] == [
         (s["task_id"], s["trial"], s["seed"]) for s in simulations
@@ -148,7 +148,7 @@ def test_report_format_csv_of_a_run_and_its_strict_replay(run_dir: Path, tmp_pat
         assert float(row["cost_usd"]) == 0.0, "scripted models are free by declaration"
 
     replay = tmp_path / "replay"
-    run_cli(
+    invoke_cli(
         "run",
         "--domain",
         "mock",
@@ -167,16 +167,16 @@ def test_report_format_csv_of_a_run_and_its_strict_replay(run_dir: Path, tmp_pat
         "--save-to",
         str(replay),
     )
-    replayed = parse(run_cli("report", str(replay), "--format", "csv").stdout)
+    replayed = parse(invoke_cli("report", str(replay), "--format", "csv").stdout)
     assert [r["live_calls"] for r in replayed] == ["0"] * len(rows)
     assert [r["replayed_calls"] for r in replayed] == [r["live_calls"] for r in rows]
     assert [r["reward"] for r in replayed] == [r["reward"] for r in rows]
 
 
 def test_format_csv_refuses_json_and_against(run_dir: Path) -> None:
-    both = run_cli("report", str(run_dir), "--json", "--format", "csv", check=False)
+    both = invoke_cli("report", str(run_dir), "--json", "--format", "csv", check=False)
     assert both.returncode == 2 and "--format csv" in both.stderr and "Traceback" not in both.stderr
-    against = run_cli("report", str(run_dir), "--against", str(run_dir), "--format", "csv", check=False)
+    against = invoke_cli("report", str(run_dir), "--against", str(run_dir), "--format", "csv", check=False)
     assert against.returncode == 2 and "--format csv" in against.stderr
 
 
@@ -193,7 +193,7 @@ def tau2_document() -> dict[str, Any]:
 def test_a_tau2_file_has_no_call_counts_and_its_usage_per_message(tmp_path: Path) -> None:
     path = tmp_path / "airline.json"
     path.write_text(json.dumps(tau2_document()))
-    (row,) = parse(run_cli("report", str(path), "--format", "csv").stdout)
+    (row,) = parse(invoke_cli("report", str(path), "--format", "csv").stdout)
     assert (row["task"], row["seed"], row["reward"], row["reward_db"]) == ("t1", str(SEED), "1.0", "1.0")
     assert row["live_calls"] == row["replayed_calls"] == row["live_cost_usd"] == "", "τ² keeps no call records"
     assert (row["agent_prompt_tokens"], row["agent_completion_tokens"]) == ("10", "2")
@@ -206,7 +206,7 @@ def test_a_tau2_file_has_no_call_counts_and_its_usage_per_message(tmp_path: Path
 
 def test_the_real_tau2_fixture_exports_a_row_per_simulation() -> None:
     path = tau2_fixture()
-    rows = parse(run_cli("report", str(path), "--format", "csv").stdout)
+    rows = parse(invoke_cli("report", str(path), "--format", "csv").stdout)
     results = load_any_results(path)
     assert len(rows) == len(results.simulations)
     assert list(rows[0]) == columns(trial_rows(results))

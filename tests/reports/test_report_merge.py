@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import report_json, run_cli
+from conftest import invoke_cli, report_json
 from report_runs import mock_run, results_json
 
 # Keys that must not depend on how the trials were split across files.
@@ -88,7 +88,7 @@ def test_a_conflicting_duplicate_is_refused(two_runs: tuple[Path, Path], tmp_pat
         sim["messages"][-1]["content"] = "something else was said"
     edited = tmp_path / "edited.json"
     edited.write_text(json.dumps(data))
-    proc = run_cli("report", str(first), str(edited), "--json", check=False)
+    proc = invoke_cli("report", str(first), str(edited), "--json", check=False)
     assert proc.returncode != 0 and proc.stdout == ""
     message = proc.stderr
     assert sim["task_id"] in message and str(sim["seed"]) in message
@@ -118,9 +118,9 @@ def test_runs_of_different_domains_do_not_merge(two_runs: tuple[Path, Path], tmp
     data["info"]["domain"] = "other"
     other = tmp_path / "other.json"
     other.write_text(json.dumps(data))
-    proc = run_cli("report", str(first), str(other), check=False)
+    proc = invoke_cli("report", str(first), str(other), check=False)
     assert proc.returncode != 0 and "different domains" in proc.stderr
 
 
 def report_json_many(*runs: Path) -> dict[str, Any]:
-    return json.loads(run_cli("report", *(str(r) for r in runs), "--json").stdout)
+    return json.loads(invoke_cli("report", *(str(r) for r in runs), "--json").stdout)

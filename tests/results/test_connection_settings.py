@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.errors import ConfigError
@@ -62,7 +62,7 @@ def keep_first_lines(run_dir: Path, count: int) -> list[str]:
 
 def test_connection_settings_are_never_written(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    run_cli(*run_args(run_dir, DEAD))
+    invoke_cli(*run_args(run_dir, DEAD))
     for name in (RUN_INFO_FILE, RESULTS_FILE):
         text = (run_dir / name).read_text()
         assert "api_base" not in text and "127.0.0.1:9" not in text, name
@@ -74,10 +74,10 @@ def test_connection_settings_are_never_written(tmp_path: Path) -> None:
 
 def test_a_resume_may_change_connection_settings(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    run_cli(*run_args(run_dir, DEAD))
+    invoke_cli(*run_args(run_dir, DEAD))
     kept = keep_first_lines(run_dir, 2)
 
-    run_cli(*run_args(run_dir, LIVE))
+    invoke_cli(*run_args(run_dir, LIVE))
     lines = (run_dir / SIMULATIONS_FILE).read_text().splitlines(keepends=True)
     assert lines[:2] == kept and len(lines) == 6, "only the four unfinished trials ran"
     assert len(json.loads((run_dir / RESULTS_FILE).read_text())["simulations"]) == 6

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 
 from tauproxy.data_model.result import SimulationRun
 from tauproxy.engine.llm_config import LLMConfig
@@ -98,7 +98,7 @@ def test_a_byte_that_is_not_utf8_names_file_and_line(tmp_path: Path) -> None:
         execute(config(run_dir))  # the resume refuses rather than re-running or losing the trial
 
     (run_dir / "results.json").unlink(missing_ok=True)
-    proc = run_cli("report", str(run_dir), check=False)
+    proc = invoke_cli("report", str(run_dir), check=False)
     assert proc.returncode != 0 and f"{file}:2: not UTF-8" in proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
@@ -114,6 +114,6 @@ def test_a_results_file_that_is_not_utf8_names_file_and_line(tmp_path: Path) -> 
     with pytest.raises(ConfigError, match=rf"^{re.escape(str(results))}:3: not UTF-8 \(byte 0xc3 at column"):
         load_results(run_dir)
     for command in (["report", str(run_dir)], ["view", str(results)], ["diff", str(run_dir), str(run_dir)]):
-        proc = run_cli(*command, check=False)
+        proc = invoke_cli(*command, check=False)
         assert proc.returncode != 0 and f"{results}:3: not UTF-8" in proc.stderr, command
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, command

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import openai
 import pytest
 from serve_process import CLIENT_KEY, ServeProcess, cassette_calls, start_serve, write_upstream_map
 
@@ -102,6 +101,8 @@ def sse_chunks(text: str) -> list[dict[str, Any]]:
 
 def run_clients(server: ServeProcess) -> dict[str, Any]:
     """The same script of calls for both phases; each entry is what one client got back."""
+    import openai  # here, not at the top: the SDK's import is seconds of every test run's collection
+
     sync = openai.OpenAI(base_url=server.url, api_key=CLIENT_KEY, max_retries=0)
     got: dict[str, Any] = {}
     got["sync_tool"] = sync.chat.completions.create(

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
 
 from tauproxy.errors import ConfigError
 from tauproxy_cli.run_flags import RunFlags
@@ -29,7 +29,7 @@ ORACLE = ["--domain", "mock", "--agent-llm", "scripted/oracle"]
     ],
 )
 def test_usage_errors_are_one_line_before_any_trial(tmp_path: Path, extra: list[str], message: str) -> None:
-    done = run_cli("run", *ORACLE, "--save-to", str(tmp_path / "run"), *extra, check=False, cwd=tmp_path)
+    done = invoke_cli("run", *ORACLE, "--save-to", str(tmp_path / "run"), *extra, check=False, cwd=tmp_path)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
     assert not (tmp_path / "run").exists()
