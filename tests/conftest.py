@@ -57,6 +57,7 @@ def invoke_cli(
     one-line errors included): what `run_cli` returns, without a process start (~1 s, more when litellm
     loads). `timeout` is accepted for symmetry with `run_cli`; pytest-timeout bounds a hung call."""
     del timeout
+    import tauproxy_cli.output  # noqa: F401  (its consoles read COLUMNS once, when made: not from a test's env)
     from tauproxy_cli.main import main
 
     tau2_settings_loaded = TAU2_LITELLM_SETTER in sys.modules
