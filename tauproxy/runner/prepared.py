@@ -57,15 +57,19 @@ class PreparedRun:
     def keep(
         self, done: list[SimulationRun], simulation: SimulationRun, already: int, progress: ProgressCallback | None
     ) -> None:
-        """A trial finished: save it at once (a crash loses nothing finished) and report progress."""
+        """A trial finished: save it at once (a crash loses nothing finished) and report progress.
+
+        It joins `done` before it is appended to the run directory: a Ctrl-C landing between the two
+        would otherwise leave a trial on disk that results.json and the "saved" count leave out."""
+        done.append(simulation)
         if self.results_dir:
             try:
                 self.results_dir.append(simulation)
             except OSError as exc:
+                done.pop()
                 raise ResultsWriteError(
                     f"cannot save trial {simulation.id} to {self.results_dir.path}: {exc.strerror or exc}; "
                     "stopping: fix it and rerun the same command to resume"
                 ) from None
-        done.append(simulation)
         if progress:
             progress(simulation, already + len(done), len(self.specs))
