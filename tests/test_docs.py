@@ -273,3 +273,11 @@ def test_the_architecture_layer_table_matches_the_enforced_layers() -> None:
     documented = [tuple(re.findall(r"`([\w.]+)`", packages)) for _, packages in rows]
     assert [int(number) for number, _ in rows] == list(range(len(rows)))
     assert documented == _layers_of_test_layers()
+
+
+def test_the_readme_test_command_is_what_ci_runs() -> None:
+    """The README promises its test line is exactly `.ci/run`'s: CI must run what a new user runs."""
+    ci_lines = [line for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines() if "pytest" in line]
+    blocks, _ = _split_fences((ROOT / "README.md").read_text(encoding="utf-8"))
+    shown = [line for block in blocks for line in block.text.splitlines() if "pytest" in line]
+    assert len(ci_lines) == 1 and shown == ci_lines
