@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from tauproxy.data_model.task import Task
-from tauproxy.data_model.tool import ToolSchema
 from tauproxy.domain.pack import DomainPack
 from tauproxy.domain.state import BaseState
 from tauproxy.errors import ConfigError
@@ -146,10 +145,6 @@ def load_tau2_pack(name: str) -> DomainPack:
         base_state=BaseState({}),
         content_sha256=catalog.content_sha256,
     )
-
-
-def tool_schemas(raw: list[dict[str, Any]]) -> list[ToolSchema]:
-    return [ToolSchema.model_validate(schema) for schema in raw]
 
 
 def describe(name: str) -> dict[str, Any]:
