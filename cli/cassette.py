@@ -106,7 +106,10 @@ def ls(
 def _find(cassette: "Cassette", ref: str) -> "CassetteEntry":
     from tauproxy.errors import CassetteError
 
-    exact = cassette.lookup(ref)
+    ref = ref.strip().lower()
+    if not ref or not all(c in "0123456789abcdef" for c in ref):
+        raise CassetteError(f"{ref!r} is not a sample key or key prefix (hex digits, as `cassette ls` shows them)")
+    exact = cassette.lookup(ref) if len(ref) == 64 else None  # a full sample key: found through the index
     if exact is not None:
         return exact
     matches = [e for e in cassette.iter_entries() if e.sample_key.startswith(ref) or e.key.startswith(ref)]

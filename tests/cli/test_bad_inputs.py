@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import invoke_cli
+from conftest import REPO_ROOT, invoke_cli
 
 from tauproxy.domain.pack import load_pack
 from tauproxy.engine.llm_config import LLMConfig
@@ -23,6 +23,7 @@ from tauproxy.runner.defaults import NUM_TRIALS_LIMIT, PLANNED_TRIALS_LIMIT
 from tauproxy.structured_file import read_mapping_file
 
 RUN = ("run", "--agent-llm", "scripted/oracle", "--num-tasks", "1")
+SHIPPED = REPO_ROOT / "cassettes" / "baseline-airline"
 KEPT = "results of an earlier run\n"  # what `afile` holds; no bad input may change it
 
 
@@ -62,6 +63,11 @@ CASES: dict[str, Case] = {
     "serve-prices-negative": Case(
         ("serve", "--record-mode", "off", "--port", "0", "--prices", "negative.yaml"), ("negative.yaml", "'gpt-x'")
     ),
+    "replay-without-a-cassette": Case(
+        (*RUN, "--record-mode", "replay", "--save-to", "run-replay"), ("--record-mode replay", "--cassette")
+    ),
+    "cassette-show-not-hex": Case(("cassette", "show", str(SHIPPED), "zzzz"), ("'zzzz'", "hex")),
+    "cassette-show-one-digit": Case(("cassette", "show", str(SHIPPED), "3"), ("'3'", "longer prefix")),
     "report-missing": Case(("report", "no-such-run"), ("no-such-run",)),
     "view-not-json": Case(("view", "notes.txt"), ("notes.txt",)),
 }
@@ -124,6 +130,7 @@ def test_over_limit_trials_fail_at_once_without_planning(workdir: Path, outcomes
     outcome = outcomes["num-trials-over-limit"]
     assert outcome.returncode == 2, outcome
     assert not (workdir / "run-big").exists()  # refused before the run directory was made
+    assert not (workdir / "run-replay").exists()  # strict replay with no cassette ran nothing
     assert outcome.stdout == ""  # no progress, no trial
 
 
