@@ -92,10 +92,18 @@ class CassetteTransport:
         if self._live is None:
             raise ReplayMissError(self.miss(call))
         while True:
+            replayed = None
             with self._lock:
                 leader = self._in_flight.get(call.sample_key)
                 if leader is None:
-                    done = self._in_flight[call.sample_key] = threading.Event()
+                    # A leader may have recorded this sample since `replay` missed it (serve looks a
+                    # call up on its loop, then waits for a thread). A leader records, and marks the
+                    # sample fresh, before it leaves, so a new miss costs no second lookup.
+                    replayed = self.replay(call) if call.sample_key in self._fresh else None
+                    if replayed is None:
+                        done = self._in_flight[call.sample_key] = threading.Event()
+            if replayed is not None:
+                return replayed
             if leader is None:
                 break
             leader.wait()  # then replay what it recorded, or, if it failed, try ourselves

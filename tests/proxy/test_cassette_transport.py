@@ -130,6 +130,23 @@ def test_identical_calls_in_a_trial_are_distinct_samples(tmp_path: Path) -> None
     assert {r.source for r in replay.records} == {"replay"}
 
 
+@pytest.mark.parametrize("mode", [RecordMode.AUTO, RecordMode.RECORD])
+def test_a_sample_recorded_after_its_lookup_missed_is_replayed_not_sent_again(tmp_path: Path, mode: RecordMode) -> None:
+    """Serve's order for two identical headerless requests: both looked up on its loop (both miss),
+    then each answered off the loop. The second replays what the first recorded; a second live call
+    would record another answer to the same sample, and a replay could not give both back."""
+    answers = iter(range(100))
+    live = MockTransport(lambda call: text_body(f"noisy #{next(answers)}", model="gpt-test"))
+    transport = layer(Cassette.open(tmp_path / "c"), mode, live)
+    first, second = call_for(request()), call_for(request())
+    assert first.sample_key == second.sample_key
+    assert transport.replay(first) is None and transport.replay(second) is None
+    said = transport.complete_miss(first)
+    again = transport.complete_miss(second)
+    assert (said.source, again.source) == ("live", "replay")
+    assert again.body == said.body and len(live.calls) == 1 and len(transport.cassette) == 1
+
+
 def test_a_replay_is_priced_now_and_falls_back_to_its_recorded_price(tmp_path: Path) -> None:
     cassette = holding_one_call(tmp_path)
     usage = Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12)

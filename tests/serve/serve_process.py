@@ -49,8 +49,10 @@ class ServeProcess:
         return "".join(self.output)
 
 
-def start_serve(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> ServeProcess:
-    """Run `tauproxy serve --port 0 ARGS` and wait for its ready line."""
+def start_serve(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> ServeProcess:
+    """Run `tauproxy serve --port 0 ARGS` and wait for its ready line (which comes as soon as it is
+    ready: the timeout is waited out only by a serve that never gets ready, and a loaded 2-core
+    machine running tau2 beside it took over 60 s to import litellm)."""
     full_env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": CLIENT_KEY, **(env or {})}
     proc: subprocess.Popen[str] = subprocess.Popen(
         [*serve_argv(), "--port", "0", *args], stdout=subprocess.PIPE, text=True, env=full_env, bufsize=1

