@@ -2,9 +2,9 @@
 
 Every run on Ray joins the session's one Ray instance (`ray_cluster` in tests/conftest.py: 2 CPUs, so 2
 workers) with `--ray-address`: in-process, where the run uses the test process's Ray session and its
-warm workers, and once as a subprocess that joins by address (the replay-miss test). The worker-kill
-test alone lets the run start its own local instance (the path users take without a cluster). The stub
-upstream serves the `openai/stub` agent; the user simulator and the judge are scripted, so only agent
+warm workers, and once as a subprocess that joins by address (the replay-miss test). One test, with
+scripted models, has a run start its own local instance (the path users take without a cluster). The
+stub upstream serves the `openai/stub` agent; the user simulator and the judge are scripted, so only agent
 calls reach it.
 """
 
@@ -238,13 +238,14 @@ def test_killed_worker_loses_no_recorded_call(recorded: Recorded, tmp_path: Path
     cassette, run_dir = tmp_path / "cas", tmp_path / "killed"
     stub = recorded.stub
     before = stub.request_count
-    # No --ray-address: the run starts (and stops) its own local instance.
-    run_cli(
+    invoke_cli(
         *run_args("mock", recorded.url, cassette, run_dir),
         "--num-tasks",
         "4",
         "--executor",
         "ray",
+        "--ray-address",
+        recorded.address,
         env={"TAUPROXY_TEST_KILL_TRIAL": KILLED},
     )
     results = json.loads((run_dir / "results.json").read_text())
@@ -262,6 +263,31 @@ def test_killed_worker_loses_no_recorded_call(recorded: Recorded, tmp_path: Path
     thread = {s["id"]: s for s in comparable(recorded.tmp / "mock-thread" / "results.json")["simulations"]}
     for simulation in comparable(run_dir / "results.json")["simulations"]:
         assert simulation == thread[simulation["id"]]
+
+
+@needs_ray
+def test_without_an_address_a_run_starts_its_own_local_instance(tmp_path: Path) -> None:
+    """The path users take without a cluster: a process with no Ray session and no --ray-address starts
+    (and stops) a local instance. Scripted models, so neither the driver nor the workers load litellm."""
+    run_dir = tmp_path / "own"
+    run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle",
+        "--num-tasks",
+        "2",
+        "--num-trials",
+        TRIALS,
+        "--save-to",
+        str(run_dir),
+        "--executor",
+        "ray",
+    )
+    results = json.loads((run_dir / "results.json").read_text())
+    assert len(results["simulations"]) == 4
+    assert all(s["termination_reason"] != "infrastructure_error" for s in results["simulations"])
 
 
 @needs_ray
