@@ -203,30 +203,6 @@ def test_replay_on_ray_from_the_shipped_snapshot(recorded: Recorded) -> None:
 
 
 @needs_ray
-def test_replay_miss_on_ray_is_a_plain_error(recorded: Recorded) -> None:
-    tmp = recorded.tmp
-    prompt = tmp / "agent.toml"
-    prompt.write_text('model = "openai/stub"\nsystem_prompt = "Always double-check ids."\n')
-    # A subprocess: the one run here that joins the cluster by its address (`ray.init(address=...)`).
-    proc = run_cli(
-        *run_args("mock", recorded.url, tmp / "mock-ray.cas", tmp / "mock-miss"),
-        "--agent-config",
-        str(prompt),
-        "--record-mode",
-        "replay",
-        "--num-tasks",
-        "1",
-        "--executor",
-        "ray",
-        "--ray-address",
-        recorded.address,
-        check=False,
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert "replay miss" in proc.stderr and "Traceback" not in proc.stderr
-
-
-@needs_ray
 def test_max_concurrency_limits_live_calls_across_workers(recorded: Recorded) -> None:
     assert recorded.inflight["mock"] == 1, "two workers, --max-concurrency 1: one live call at a time"
     assert 1 <= recorded.inflight["airline"] <= 2
@@ -331,6 +307,31 @@ def test_max_cost_holds_on_ray_and_a_thread_run_resumes(recorded: Recorded, tmp_
     assert sum(t["trials"] for t in partial["tasks"]) < 8
     invoke_cli(*args)  # the same --save-to resumes, here on threads
     assert sum(t["trials"] for t in report_json(run_dir)["tasks"]) == 8
+
+
+@needs_ray
+def test_replay_miss_on_ray_is_a_plain_error(recorded: Recorded) -> None:
+    tmp = recorded.tmp
+    prompt = tmp / "agent.toml"
+    prompt.write_text('model = "openai/stub"\nsystem_prompt = "Always double-check ids."\n')
+    # A subprocess: the one run here that joins the cluster by its address (`ray.init(address=...)`). Last of
+    # the runs on the shared instance: its job's workers take the place of the in-process runs' warm ones.
+    proc = run_cli(
+        *run_args("mock", recorded.url, tmp / "mock-ray.cas", tmp / "mock-miss"),
+        "--agent-config",
+        str(prompt),
+        "--record-mode",
+        "replay",
+        "--num-tasks",
+        "1",
+        "--executor",
+        "ray",
+        "--ray-address",
+        recorded.address,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "replay miss" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_without_ray_installed_one_line_hint(tmp_path: Path) -> None:
