@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -143,9 +144,25 @@ def stub():
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """One local Ray instance (2 CPUs, so 2 workers, no dashboard) for every `ray` test of the session, started
+    in this process; yields its address. A run joins it with `--ray-address`, as a subprocess (`run_cli`) or
+    in-process (`invoke_cli`, where the run uses this process's Ray session and its warm workers)."""
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # as the runner does: no usage report
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under `pytest -n N --dist loadgroup` (pytest-xdist), every test marked `ray` runs on one worker:
-    each starts a local Ray cluster, and two at once on a small machine fight over its cores and memory."""
+    they share one Ray instance (`ray_cluster`), and two at once on a small machine fight over its cores
+    and memory."""
     for item in items:
         if item.get_closest_marker("ray") is not None:
             item.add_marker(pytest.mark.xdist_group("ray"))

@@ -1,9 +1,11 @@
 """`--executor ray`: the same cassette and identical results as the thread executor.
 
-One Ray instance (2 CPUs, so 2 workers) is started by this module and every `tauproxy run --executor
-ray` joins it with `--ray-address`, except the worker-kill test, which lets the run start its own
-local instance (the path users take without a cluster). The stub upstream serves the `openai/stub`
-agent; the user simulator and the judge are scripted, so only agent calls reach it.
+Every run on Ray joins the session's one Ray instance (`ray_cluster` in tests/conftest.py: 2 CPUs, so 2
+workers) with `--ray-address`: in-process, where the run uses the test process's Ray session and its
+warm workers, and once as a subprocess that joins by address (the replay-miss test). One test, with
+scripted models, has a run start its own local instance (the path users take without a cluster). The
+stub upstream serves the `openai/stub` agent; the user simulator and the judge are scripted, so only agent
+calls reach it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import load_stripped, report_json, run_cli
+from conftest import invoke_cli, load_stripped, report_json, run_cli
 
 from tauproxy.runner.ray_slots import LiveSlots
 from tauproxy.store.cassette import Cassette
@@ -118,25 +120,23 @@ class Recorded:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+def recorded(tmp_path_factory: pytest.TempPathFactory, ray_cluster: str) -> Iterator[Recorded]:
     """Mock (10 tasks) and airline (5 tasks) recorded on Ray and, with the same seeds, on threads."""
-    import ray
     import stub_upstream
 
     tmp = tmp_path_factory.mktemp("ray")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     counter = InFlight()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(stub_upstream._Handler, "do_POST", counter.wrap(stub_upstream._Handler.do_POST))
         stub = stub_upstream.StubUpstream().start()
         try:
-            address = ray.get_runtime_context().gcs_address
+            address = ray_cluster
             peaks: dict[str, int] = {}
             # A small delay makes two workers' calls overlap unless the limit holds them apart.
             stub.configure(delay_s=0.01)
             for domain, limit in (("mock", "1"), ("airline", "2")):
                 counter.peak = 0
-                run_cli(
+                invoke_cli(
                     *run_args(domain, stub.url, tmp / f"{domain}-ray.cas", tmp / f"{domain}-ray"),
                     "--record-mode",
                     "record",
@@ -150,7 +150,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
                 peaks[domain] = counter.peak
             stub.configure(delay_s=0)
             for domain in ("mock", "airline"):
-                run_cli(
+                invoke_cli(
                     *run_args(domain, stub.url, tmp / f"{domain}-thread.cas", tmp / f"{domain}-thread"),
                     "--record-mode",
                     "record",
@@ -160,7 +160,6 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
             yield Recorded(tmp, stub.url, stub, address, peaks)
         finally:
             stub.stop()
-            ray.shutdown()
 
 
 @needs_ray
@@ -169,7 +168,7 @@ def test_recorded_on_ray_replays_identically_on_threads(recorded: Recorded, doma
     tmp = recorded.tmp
     cassette = tmp / f"{domain}-ray.cas"
     before = recorded.stub.request_count
-    run_cli(*run_args(domain, recorded.url, cassette, tmp / f"{domain}-replay"), "--record-mode", "replay")
+    invoke_cli(*run_args(domain, recorded.url, cassette, tmp / f"{domain}-replay"), "--record-mode", "replay")
     assert recorded.stub.request_count == before, "strict replay sent nothing upstream"
     replay = comparable(tmp / f"{domain}-replay" / "results.json")
     assert replay == comparable(tmp / f"{domain}-thread" / "results.json")
@@ -181,7 +180,7 @@ def test_recorded_on_ray_replays_identically_on_threads(recorded: Recorded, doma
     report = report_json(tmp / f"{domain}-replay")
     assert report["calls"]["live"] == 0 and report["calls"]["replayed"] == len(ray_keys)
     assert report["pass_hat_k"] == report_json(tmp / f"{domain}-thread")["pass_hat_k"]
-    run_cli("cassette", "verify", str(cassette))
+    invoke_cli("cassette", "verify", str(cassette))
 
 
 @needs_ray
@@ -189,7 +188,7 @@ def test_replay_on_ray_from_the_shipped_snapshot(recorded: Recorded) -> None:
     """Workers replay from the bytes the driver shipped: strict replay on Ray, nothing live."""
     tmp = recorded.tmp
     before = recorded.stub.request_count
-    run_cli(
+    invoke_cli(
         *run_args("mock", recorded.url, tmp / "mock-ray.cas", tmp / "mock-ray-replay"),
         "--record-mode",
         "replay",
@@ -204,29 +203,6 @@ def test_replay_on_ray_from_the_shipped_snapshot(recorded: Recorded) -> None:
 
 
 @needs_ray
-def test_replay_miss_on_ray_is_a_plain_error(recorded: Recorded) -> None:
-    tmp = recorded.tmp
-    prompt = tmp / "agent.toml"
-    prompt.write_text('model = "openai/stub"\nsystem_prompt = "Always double-check ids."\n')
-    proc = run_cli(
-        *run_args("mock", recorded.url, tmp / "mock-ray.cas", tmp / "mock-miss"),
-        "--agent-config",
-        str(prompt),
-        "--record-mode",
-        "replay",
-        "--num-tasks",
-        "1",
-        "--executor",
-        "ray",
-        "--ray-address",
-        recorded.address,
-        check=False,
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert "replay miss" in proc.stderr and "Traceback" not in proc.stderr
-
-
-@needs_ray
 def test_max_concurrency_limits_live_calls_across_workers(recorded: Recorded) -> None:
     assert recorded.inflight["mock"] == 1, "two workers, --max-concurrency 1: one live call at a time"
     assert 1 <= recorded.inflight["airline"] <= 2
@@ -238,13 +214,14 @@ def test_killed_worker_loses_no_recorded_call(recorded: Recorded, tmp_path: Path
     cassette, run_dir = tmp_path / "cas", tmp_path / "killed"
     stub = recorded.stub
     before = stub.request_count
-    # No --ray-address: the run starts (and stops) its own local instance.
-    run_cli(
+    invoke_cli(
         *run_args("mock", recorded.url, cassette, run_dir),
         "--num-tasks",
         "4",
         "--executor",
         "ray",
+        "--ray-address",
+        recorded.address,
         env={"TAUPROXY_TEST_KILL_TRIAL": KILLED},
     )
     results = json.loads((run_dir / "results.json").read_text())
@@ -257,11 +234,36 @@ def test_killed_worker_loses_no_recorded_call(recorded: Recorded, tmp_path: Path
     redone = sum(1 for c in killed["calls"] if c["model"] == "openai/stub")
     assert redone > 0
     assert stub.request_count - before == upstream_calls + redone, "only the dead attempt's calls went live twice"
-    run_cli("cassette", "verify", str(cassette))
+    invoke_cli("cassette", "verify", str(cassette))
     # The retried trial is the trial a thread run records.
     thread = {s["id"]: s for s in comparable(recorded.tmp / "mock-thread" / "results.json")["simulations"]}
     for simulation in comparable(run_dir / "results.json")["simulations"]:
         assert simulation == thread[simulation["id"]]
+
+
+@needs_ray
+def test_without_an_address_a_run_starts_its_own_local_instance(tmp_path: Path) -> None:
+    """The path users take without a cluster: a process with no Ray session and no --ray-address starts
+    (and stops) a local instance. Scripted models, so neither the driver nor the workers load litellm."""
+    run_dir = tmp_path / "own"
+    run_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle",
+        "--num-tasks",
+        "2",
+        "--num-trials",
+        TRIALS,
+        "--save-to",
+        str(run_dir),
+        "--executor",
+        "ray",
+    )
+    results = json.loads((run_dir / "results.json").read_text())
+    assert len(results["simulations"]) == 4
+    assert all(s["termination_reason"] != "infrastructure_error" for s in results["simulations"])
 
 
 @needs_ray
@@ -298,13 +300,38 @@ def test_max_cost_holds_on_ray_and_a_thread_run_resumes(recorded: Recorded, tmp_
         "--save-to",
         str(run_dir),
     ]
-    first = run_cli(*args, "--max-cost", str(budget), "--executor", "ray", "--ray-address", recorded.address)
+    first = invoke_cli(*args, "--max-cost", str(budget), "--executor", "ray", "--ray-address", recorded.address)
     assert "budget" in first.stderr
     partial = report_json(run_dir)
     assert 0 < partial["cost"]["live_usd"] <= budget
     assert sum(t["trials"] for t in partial["tasks"]) < 8
-    run_cli(*args)  # the same --save-to resumes, here on threads
+    invoke_cli(*args)  # the same --save-to resumes, here on threads
     assert sum(t["trials"] for t in report_json(run_dir)["tasks"]) == 8
+
+
+@needs_ray
+def test_replay_miss_on_ray_is_a_plain_error(recorded: Recorded) -> None:
+    tmp = recorded.tmp
+    prompt = tmp / "agent.toml"
+    prompt.write_text('model = "openai/stub"\nsystem_prompt = "Always double-check ids."\n')
+    # A subprocess: the one run here that joins the cluster by its address (`ray.init(address=...)`). Last of
+    # the runs on the shared instance: its job's workers take the place of the in-process runs' warm ones.
+    proc = run_cli(
+        *run_args("mock", recorded.url, tmp / "mock-ray.cas", tmp / "mock-miss"),
+        "--agent-config",
+        str(prompt),
+        "--record-mode",
+        "replay",
+        "--num-tasks",
+        "1",
+        "--executor",
+        "ray",
+        "--ray-address",
+        recorded.address,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "replay miss" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_without_ray_installed_one_line_hint(tmp_path: Path) -> None:
@@ -338,7 +365,7 @@ def test_without_ray_installed_one_line_hint(tmp_path: Path) -> None:
     ],
 )
 def test_bad_executor_flags(flags: list[str], message: str) -> None:
-    proc = run_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", *flags, check=False)
+    proc = invoke_cli("run", "--domain", "mock", "--agent-llm", "scripted/oracle", *flags, check=False)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 

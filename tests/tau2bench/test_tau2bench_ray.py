@@ -1,7 +1,8 @@
 """`--executor ray` runs τ²-bench's own trials: recorded on Ray workers (each loads the τ² domain from
 its installed package), replayed strictly on threads with identical results.
 
-The run starts its own local Ray instance (the path users take without a cluster), so this is slow.
+The run joins the session's Ray instance (`ray_cluster` in tests/conftest.py) with `--ray-address`, as a
+subprocess: importing τ² sets litellm globals for the whole process, so it cannot run in-process.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ pytestmark = [
 
 
 def _run(api_base: str, cassette: Path, mode: str, save_to: Path, *extra: str) -> None:
-    args = json.dumps({"api_base": api_base, "temperature": 0})
+    # The key in the args, not only in the environment: workers of a joined cluster do not see the driver's.
+    args = json.dumps({"api_base": api_base, "temperature": 0, "api_key": "sk-unused"})
     run_cli(
         "run",
         "--domain",
@@ -56,11 +58,11 @@ def _run(api_base: str, cassette: Path, mode: str, save_to: Path, *extra: str) -
     )
 
 
-def test_tau2_trials_record_on_ray_and_replay_on_threads(tmp_path: Path) -> None:
+def test_tau2_trials_record_on_ray_and_replay_on_threads(tmp_path: Path, ray_cluster: str) -> None:
     cassette = tmp_path / "cassette"
     proc, url = start_oracle_process("tau2/mock")
     try:
-        _run(url, cassette, "auto", tmp_path / "ray", "--executor", "ray")
+        _run(url, cassette, "auto", tmp_path / "ray", "--executor", "ray", "--ray-address", ray_cluster)
     finally:
         proc.kill()
         proc.wait()
