@@ -25,13 +25,12 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TAU2_LITELLM_SETTER, invoke_cli, load_stripped, report_json
-from litellm_globals import litellm_as_it_was  # noqa: F401  (the fixture, used by name)
+from conftest import invoke_cli, load_stripped, report_json
+from litellm_globals import litellm_as_it_was, tau2_in_process  # noqa: F401  (the fixtures, used by name)
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -44,20 +43,6 @@ pytestmark = [
 
 TAU2 = str(Path(sys.executable).parent / "tau2")
 UNREACHABLE = "http://127.0.0.1:9/v1"
-
-
-@pytest.fixture(scope="module")
-def tau2_in_process(request: pytest.FixtureRequest) -> Iterator[None]:
-    """τ² imported here, once: its litellm globals are put back after the module (litellm_as_it_was)."""
-    import importlib
-
-    import loguru
-
-    request.getfixturevalue("litellm_as_it_was")
-    importlib.import_module(TAU2_LITELLM_SETTER)
-    loguru.logger.disable("tau2")
-    yield
-    loguru.logger.enable("tau2")
 
 
 # `tau2 view`'s menu: load the file, show the metrics, show simulation 1 (no note), exit.
