@@ -6,6 +6,7 @@ import contextlib
 import importlib
 import itertools
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -31,6 +32,21 @@ def _module(domain: str) -> Any:
 
 _FACTORIES: dict[str, EnvironmentFactory] = {}
 _TASKS: dict[str, list[Any]] = {}
+_FRESH_DBS: dict[str, tuple[bytes, bytes | None]] = {}
+
+
+def _fresh_environment(domain: str, **kwargs: Any) -> Any:
+    """τ²'s own environment from its own `get_environment`, given deep copies (a pickle round trip)
+    of the DB it loaded once: reloading and validating the JSON for every task costs far more, and
+    the load itself is not under test here (test_a_copied_db_is_a_fresh_load proves them equal)."""
+    if domain not in _FRESH_DBS:
+        loaded = _module(domain).get_environment()
+        user = pickle.dumps(loaded.user_tools.db) if loaded.user_tools is not None else None
+        _FRESH_DBS[domain] = (pickle.dumps(loaded.tools.db), user)
+    db, user_db = _FRESH_DBS[domain]
+    if user_db is not None:
+        kwargs["user_db"] = pickle.loads(user_db)
+    return _module(domain).get_environment(db=pickle.loads(db), **kwargs)
 
 
 def _factory(domain: str) -> EnvironmentFactory:
@@ -74,6 +90,11 @@ def _full_hash(env: Any) -> str:
     return str(get_dict_hash(env.tools.db.model_dump()))
 
 
+def _full_hash_of(dump: tuple[Any, Any]) -> str:
+    """τ²'s full hash (as `_full_hash`) of a DB already dumped by `_dumps`."""
+    return str(get_dict_hash(dump[0]))
+
+
 def _read_records(fork: Any, keys_from: Any, factory: EnvironmentFactory) -> None:
     """Hand out (materialise) records without changing them: those `keys_from` touched, and every
     record of the first copy-on-write field, through values()."""
@@ -95,7 +116,7 @@ def test_forks_play_every_task_like_fresh_environments_and_hash_alike(domain: st
     differing_pairs = 0
     for task in _tasks(domain):
         gold = _gold(task)
-        fresh = _play(_module(domain).get_environment(), task, gold)
+        fresh = _play(_fresh_environment(domain), task, gold)
         forks = {
             "all": _play(factory(), task, gold),
             "all_but_last": _play(factory(), task, gold[:-1]),
@@ -104,9 +125,10 @@ def test_forks_play_every_task_like_fresh_environments_and_hash_alike(domain: st
         }
         _read_records(forks["read_only"], forks["all"], factory)
         fresh_dump = _dumps(fresh)
-        assert _dumps(forks["all"]) == fresh_dump, task.id
+        dumps = {name: _dumps(env) for name, env in forks.items()}
+        assert dumps["all"] == fresh_dump, task.id
         assert forks["all"].get_user_db_hash() == fresh.get_user_db_hash(), task.id
-        full = {name: _full_hash(env) for name, env in forks.items()}
+        full = {name: _full_hash_of(dump) for name, dump in dumps.items()}
         fast = {name: env.get_db_hash() for name, env in forks.items()}
         assert full["all"] == get_dict_hash(fresh_dump[0]), task.id
         for a, b in itertools.combinations(forks, 2):
@@ -120,7 +142,7 @@ def test_forks_play_every_task_like_fresh_environments_and_hash_alike(domain: st
 
 def _trajectory(domain: str, task: Any, actions: list[Any]) -> list[Any]:
     """Messages carrying `actions` as tool calls, with the tool results of a fresh τ² environment."""
-    env = _module(domain).get_environment()
+    env = _fresh_environment(domain)
     state = task.initial_state
     env.set_state(
         initialization_data=state.initialization_data if state is not None else None,
@@ -161,12 +183,30 @@ def test_evaluator_gives_the_same_reward_with_the_factory(domain: str) -> None:
         for actions in (gold, gold[:-1]):
             trajectory = _trajectory(domain, task, actions)
             ours = _reward(factory, task, trajectory)
-            theirs = _reward(_module(domain).get_environment, task, trajectory)
+            theirs = _reward(lambda **kwargs: _fresh_environment(domain, **kwargs), task, trajectory)
             assert ours == theirs, task.id
             if isinstance(theirs, dict):
                 rewards.append(theirs["reward"])
     assert factory.base_unchanged()
     assert 1.0 in rewards and 0.0 in rewards  # both successes and failures were compared
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_a_copied_db_is_a_fresh_load(domain: str) -> None:
+    """The shortcut above: τ²'s environment on a copied DB is its environment on a fresh file load,
+    before and after playing a task, and the copy shares nothing with the one it was made from."""
+    loaded = _module(domain).get_environment()
+    copied = _fresh_environment(domain)
+    assert _dumps(copied) == _dumps(loaded)
+    assert copied.get_db_hash() == loaded.get_db_hash()
+    assert copied.get_user_db_hash() == loaded.get_user_db_hash()
+    assert copied.tools.db is not _fresh_environment(domain).tools.db
+    task = max(_tasks(domain), key=lambda t: len(_gold(t)))
+    played = _play(copied, task, _gold(task))
+    fresh = _play(_module(domain).get_environment(), task, _gold(task))
+    assert _dumps(played) == _dumps(fresh)
+    assert _dumps(_fresh_environment(domain)) == _dumps(loaded)  # playing left the copied-from DB alone
 
 
 def test_reading_a_record_keeps_the_hash_and_changing_it_does_not() -> None:

