@@ -157,12 +157,3 @@ def ray_cluster() -> Iterator[str]:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under `pytest -n N --dist loadgroup` (pytest-xdist), every test marked `ray` runs on one worker:
-    they share one Ray instance (`ray_cluster`), and two at once on a small machine fight over its cores
-    and memory."""
-    for item in items:
-        if item.get_closest_marker("ray") is not None:
-            item.add_marker(pytest.mark.xdist_group("ray"))

@@ -78,7 +78,6 @@ def _mypy(python: Path, cache: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("mypy")
 def test_mypy_strict_is_clean_with_every_installed_extra() -> None:
     pytest.importorskip("mypy")
     done = _mypy(Path(sys.executable), INSTALLED_CACHE)
@@ -86,7 +85,6 @@ def test_mypy_strict_is_clean_with_every_installed_extra() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("mypy")
 def test_mypy_strict_is_clean_without_the_optional_extras() -> None:
     pytest.importorskip("mypy")
     if not NO_EXTRAS_CACHE.exists() and INSTALLED_CACHE.exists():

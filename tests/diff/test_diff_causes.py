@@ -83,7 +83,6 @@ def test_model_change_is_model_or_params_changed(tmp_path: Path) -> None:
     assert f"create_task    2/2 -> {counts['create_task']['b_successes']}/2  *" in text
 
 
-@pytest.mark.xdist_group("diff_stub_runs")  # one worker makes the module's stub_runs once
 def test_prompt_change_is_prompt_or_tools_changed(stub_runs: dict[str, Path]) -> None:
     diff = diff_json(stub_runs["a"], stub_runs["b"], stub_runs["cassette"])
     [flip] = diff["flips"]
@@ -97,7 +96,6 @@ def test_prompt_change_is_prompt_or_tools_changed(stub_runs: dict[str, Path]) ->
     assert "+Version two: be thorough." in found["request_diff"]
 
 
-@pytest.mark.xdist_group("diff_stub_runs")  # one worker makes the module's stub_runs once
 def test_same_request_different_answer_is_resampling_noise(stub_runs: dict[str, Path]) -> None:
     diff = diff_json(stub_runs["a"], stub_runs["c"], stub_runs["cassette"])
     assert diff["setting_changes"] == {}

