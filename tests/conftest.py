@@ -58,7 +58,6 @@ def invoke_cli(
     one-line errors included): what `run_cli` returns, without a process start (~1 s, more when litellm
     loads). `timeout` is accepted for symmetry with `run_cli`; pytest-timeout bounds a hung call."""
     del timeout
-    import tauproxy_cli.output  # noqa: F401  (its consoles read COLUMNS once, when made: not from a test's env)
     from tauproxy_cli.main import main
 
     tau2_settings_loaded = TAU2_LITELLM_SETTER in sys.modules
@@ -67,7 +66,11 @@ def invoke_cli(
     runner = CliRunner()
     frozen = gc.get_freeze_count()
     try:
-        with contextlib.chdir(cwd or Path.cwd()), runner.isolation(env=full_env) as (out, err, _):
+        with (
+            contextlib.chdir(cwd or Path.cwd()),
+            runner.isolation(env=full_env) as (out, err, _),
+            _console_width(full_env.get("COLUMNS", os.environ.get("COLUMNS"))),
+        ):
             code, crash = _exit_code(main, list(args))
             sys.stdout.flush()
             sys.stderr.flush()
@@ -85,6 +88,29 @@ def invoke_cli(
     if check and proc.returncode != 0:
         raise AssertionError(f"tauproxy {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+@contextlib.contextmanager
+def _console_width(columns: str | None) -> Iterator[None]:
+    """The CLI's rich consoles read COLUMNS once, when their module is imported; a process started for
+    this call would read it now (80 without it, output being a pipe). Give them this call's width."""
+    import tauproxy_cli.cassette
+    import tauproxy_cli.output
+
+    consoles = [
+        tauproxy_cli.output.out_console,
+        tauproxy_cli.output.err_console,
+        tauproxy_cli.cassette._out,
+        tauproxy_cli.cassette._err,
+    ]
+    before = [console._width for console in consoles]
+    for console in consoles:
+        console.width = int(columns) if columns and columns.isdigit() else 80
+    try:
+        yield
+    finally:
+        for console, width in zip(consoles, before, strict=True):
+            console._width = width
 
 
 def _exit_code(main: Any, args: list[str]) -> tuple[int, str]:
