@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import itertools
 import os
-import pickle
 import subprocess
 import sys
 import threading
@@ -17,118 +14,32 @@ from pydantic import BaseModel
 
 pytest.importorskip("tau2")
 
-from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage
-from tau2.evaluator.evaluator_env import EnvironmentEvaluator
+import cow_support as cow
 from tau2.utils import get_dict_hash
 
-from tauproxy.tau2bench.cow import CowDict, EnvironmentFactory, fast_copy
-
-DOMAINS = ["mock", "airline", "retail", "telecom"]
-
-
-def _module(domain: str) -> Any:
-    return importlib.import_module(f"tau2.domains.{domain}.environment")
-
-
-_FACTORIES: dict[str, EnvironmentFactory] = {}
-_TASKS: dict[str, list[Any]] = {}
-_FRESH_DBS: dict[str, tuple[bytes, bytes | None]] = {}
-
-
-def _fresh_environment(domain: str, **kwargs: Any) -> Any:
-    """τ²'s own environment from its own `get_environment`, given deep copies (a pickle round trip)
-    of the DB it loaded once: reloading and validating the JSON for every task costs far more, and
-    the load itself is not under test here (test_a_copied_db_is_a_fresh_load proves them equal)."""
-    if domain not in _FRESH_DBS:
-        loaded = _module(domain).get_environment()
-        user = pickle.dumps(loaded.user_tools.db) if loaded.user_tools is not None else None
-        _FRESH_DBS[domain] = (pickle.dumps(loaded.tools.db), user)
-    db, user_db = _FRESH_DBS[domain]
-    if user_db is not None:
-        kwargs["user_db"] = pickle.loads(user_db)
-    return _module(domain).get_environment(db=pickle.loads(db), **kwargs)
-
-
-def _factory(domain: str) -> EnvironmentFactory:
-    if domain not in _FACTORIES:
-        _FACTORIES[domain] = EnvironmentFactory.for_domain(domain, check_base=True)
-    return _FACTORIES[domain]
-
-
-def _tasks(domain: str) -> list[Any]:
-    if domain not in _TASKS:
-        # mock has no base split: all of its tasks; the others' default is the base split.
-        _TASKS[domain] = list(_module(domain).get_tasks())
-    return _TASKS[domain]
-
-
-def _gold(task: Any) -> list[Any]:
-    criteria = task.evaluation_criteria
-    return list(criteria.actions or []) if criteria is not None else []
-
-
-def _play(env: Any, task: Any, actions: list[Any]) -> Any:
-    """set_state as τ²'s evaluator does, then `actions`, exceptions caught as its evaluator does."""
-    state = task.initial_state
-    env.set_state(
-        initialization_data=state.initialization_data if state is not None else None,
-        initialization_actions=state.initialization_actions if state is not None else None,
-        message_history=[],
-    )
-    for action in actions:
-        with contextlib.suppress(Exception):
-            env.make_tool_call(action.name, requestor=action.requestor, **action.arguments)
-    return env
-
-
-def _dumps(env: Any) -> tuple[Any, Any]:
-    user = env.user_tools.db.model_dump() if env.user_tools is not None else None
-    return env.tools.db.model_dump(), user
-
-
-def _full_hash(env: Any) -> str:
-    return str(get_dict_hash(env.tools.db.model_dump()))
-
-
-def _full_hash_of(dump: tuple[Any, Any]) -> str:
-    """τ²'s full hash (as `_full_hash`) of a DB already dumped by `_dumps`."""
-    return str(get_dict_hash(dump[0]))
-
-
-def _read_records(fork: Any, keys_from: Any, factory: EnvironmentFactory) -> None:
-    """Hand out (materialise) records without changing them: those `keys_from` touched, and every
-    record of the first copy-on-write field, through values()."""
-    for name in factory.cow_fields:
-        mine: CowDict = getattr(fork.tools.db, name)
-        theirs: CowDict = getattr(keys_from.tools.db, name)
-        for key in theirs.touched:
-            if key in mine:
-                assert mine[key] is not None
-    if factory.cow_fields:
-        for record in getattr(fork.tools.db, factory.cow_fields[0]).values():
-            assert isinstance(record, BaseModel)
+from tauproxy.tau2bench.cow import CowDict, fast_copy
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("domain", cow.DOMAINS)
 def test_forks_play_every_task_like_fresh_environments_and_hash_alike(domain: str) -> None:
-    factory = _factory(domain)
+    factory = cow.factory(domain)
     differing_pairs = 0
-    for task in _tasks(domain):
-        gold = _gold(task)
-        fresh = _play(_fresh_environment(domain), task, gold)
+    for task in cow.tasks(domain):
+        gold = cow.gold(task)
+        fresh = cow.play(cow.fresh_environment(domain), task, gold)
         forks = {
-            "all": _play(factory(), task, gold),
-            "all_but_last": _play(factory(), task, gold[:-1]),
-            "none": _play(factory(), task, []),
-            "read_only": _play(factory(), task, []),
+            "all": cow.play(factory(), task, gold),
+            "all_but_last": cow.play(factory(), task, gold[:-1]),
+            "none": cow.play(factory(), task, []),
+            "read_only": cow.play(factory(), task, []),
         }
-        _read_records(forks["read_only"], forks["all"], factory)
-        fresh_dump = _dumps(fresh)
-        dumps = {name: _dumps(env) for name, env in forks.items()}
+        cow.read_records(forks["read_only"], forks["all"], factory)
+        fresh_dump = cow.dumps(fresh)
+        dumps = {name: cow.dumps(env) for name, env in forks.items()}
         assert dumps["all"] == fresh_dump, task.id
         assert forks["all"].get_user_db_hash() == fresh.get_user_db_hash(), task.id
-        full = {name: _full_hash_of(dump) for name, dump in dumps.items()}
+        full = {name: cow.full_hash_of(dump) for name, dump in dumps.items()}
         fast = {name: env.get_db_hash() for name, env in forks.items()}
         assert full["all"] == get_dict_hash(fresh_dump[0]), task.id
         for a, b in itertools.combinations(forks, 2):
@@ -140,77 +51,26 @@ def test_forks_play_every_task_like_fresh_environments_and_hash_alike(domain: st
         assert differing_pairs > 0  # the pairs above were not all trivially equal
 
 
-def _trajectory(domain: str, task: Any, actions: list[Any]) -> list[Any]:
-    """Messages carrying `actions` as tool calls, with the tool results of a fresh τ² environment."""
-    env = _fresh_environment(domain)
-    state = task.initial_state
-    env.set_state(
-        initialization_data=state.initialization_data if state is not None else None,
-        initialization_actions=state.initialization_actions if state is not None else None,
-        message_history=[],
-    )
-    messages: list[Any] = []
-    for i, action in enumerate(actions):
-        call = ToolCall(id=f"call_{i}", name=action.name, arguments=action.arguments, requestor=action.requestor)
-        if action.requestor == "user":
-            messages.append(UserMessage(role="user", tool_calls=[call]))
-        else:
-            messages.append(AssistantMessage(role="assistant", tool_calls=[call]))
-        messages.append(env.get_response(call))
-    return messages
-
-
-def _reward(constructor: Any, task: Any, trajectory: list[Any]) -> Any:
-    try:
-        info = EnvironmentEvaluator.calculate_reward(
-            environment_constructor=constructor, task=task, full_trajectory=trajectory
-        )
-    except Exception as error:  # τ²'s own evaluator raises for some tasks: the factory must raise alike
-        return ("raised", type(error).__name__, str(error))
-    return info.model_dump()
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("domain", DOMAINS)
-def test_evaluator_gives_the_same_reward_with_the_factory(domain: str) -> None:
-    factory = _factory(domain)
-    tasks = _tasks(domain)
-    if domain in ("airline", "retail"):
-        tasks = tasks[::6]  # τ²'s constructor loads the DB twice per call: a spread sample
-    rewards: list[float] = []
-    for task in tasks:
-        gold = _gold(task)
-        for actions in (gold, gold[:-1]):
-            trajectory = _trajectory(domain, task, actions)
-            ours = _reward(factory, task, trajectory)
-            theirs = _reward(lambda **kwargs: _fresh_environment(domain, **kwargs), task, trajectory)
-            assert ours == theirs, task.id
-            if isinstance(theirs, dict):
-                rewards.append(theirs["reward"])
-    assert factory.base_unchanged()
-    assert 1.0 in rewards and 0.0 in rewards  # both successes and failures were compared
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("domain", DOMAINS)
+@pytest.mark.parametrize("domain", cow.DOMAINS)
 def test_a_copied_db_is_a_fresh_load(domain: str) -> None:
     """The shortcut above: τ²'s environment on a copied DB is its environment on a fresh file load,
     before and after playing a task, and the copy shares nothing with the one it was made from."""
-    loaded = _module(domain).get_environment()
-    copied = _fresh_environment(domain)
-    assert _dumps(copied) == _dumps(loaded)
+    loaded = cow.module(domain).get_environment()
+    copied = cow.fresh_environment(domain)
+    assert cow.dumps(copied) == cow.dumps(loaded)
     assert copied.get_db_hash() == loaded.get_db_hash()
     assert copied.get_user_db_hash() == loaded.get_user_db_hash()
-    assert copied.tools.db is not _fresh_environment(domain).tools.db
-    task = max(_tasks(domain), key=lambda t: len(_gold(t)))
-    played = _play(copied, task, _gold(task))
-    fresh = _play(_module(domain).get_environment(), task, _gold(task))
-    assert _dumps(played) == _dumps(fresh)
-    assert _dumps(_fresh_environment(domain)) == _dumps(loaded)  # playing left the copied-from DB alone
+    assert copied.tools.db is not cow.fresh_environment(domain).tools.db
+    task = max(cow.tasks(domain), key=lambda t: len(cow.gold(t)))
+    played = cow.play(copied, task, cow.gold(task))
+    fresh = cow.play(cow.module(domain).get_environment(), task, cow.gold(task))
+    assert cow.dumps(played) == cow.dumps(fresh)
+    assert cow.dumps(cow.fresh_environment(domain)) == cow.dumps(loaded)  # playing left the copied-from DB alone
 
 
 def test_reading_a_record_keeps_the_hash_and_changing_it_does_not() -> None:
-    factory = _factory("airline")
+    factory = cow.factory("airline")
     untouched = factory()
     fork = factory()
     assert fork.get_db_hash() == untouched.get_db_hash()
@@ -221,7 +81,7 @@ def test_reading_a_record_keeps_the_hash_and_changing_it_does_not() -> None:
     original = user.reservations
     user.reservations = [*original, "NEW123"]
     assert fork.get_db_hash() != untouched.get_db_hash()
-    assert (fork.get_db_hash() == untouched.get_db_hash()) == (_full_hash(fork) == _full_hash(untouched))
+    assert (fork.get_db_hash() == untouched.get_db_hash()) == (cow.full_hash(fork) == cow.full_hash(untouched))
     user.reservations = list(original)  # back to the base's content: equal again, as τ²'s hash says
     assert fork.get_db_hash() == untouched.get_db_hash()
     del fork.tools.db.reservations[next(iter(fork.tools.db.reservations))]
@@ -230,10 +90,10 @@ def test_reading_a_record_keeps_the_hash_and_changing_it_does_not() -> None:
 
 
 def test_a_replaced_db_falls_back_to_tau2s_hash() -> None:
-    factory = _factory("airline")
+    factory = cow.factory("airline")
     fork = factory()
     fork.tools.update_db({})  # what τ²'s set_state does with initialization_data
-    assert fork.get_db_hash() == _full_hash(fork)
+    assert fork.get_db_hash() == cow.full_hash(fork)
 
 
 class _Leaf(BaseModel):
@@ -286,16 +146,16 @@ def test_fast_copy_is_a_deep_copy() -> None:
 @pytest.mark.slow
 def test_threads_forking_and_mutating_at_once_do_not_interfere() -> None:
     domain = "retail"
-    factory = _factory(domain)
-    tasks = [t for t in _tasks(domain) if _gold(t)][:6]
-    expected = {t.id: (_dumps(_play(factory(), t, _gold(t))), None) for t in tasks}
+    factory = cow.factory(domain)
+    tasks = [t for t in cow.tasks(domain) if cow.gold(t)][:6]
+    expected = {t.id: (cow.dumps(cow.play(factory(), t, cow.gold(t))), None) for t in tasks}
     failures: list[str] = []
 
     def work(order: list[Any]) -> None:
         for _ in range(3):
             for task in order:
-                env = _play(factory(), task, _gold(task))
-                if _dumps(env) != expected[task.id][0]:
+                env = cow.play(factory(), task, cow.gold(task))
+                if cow.dumps(env) != expected[task.id][0]:
                     failures.append(task.id)
 
     threads = [threading.Thread(target=work, args=(order,)) for order in (tasks, tasks[::-1])]
