@@ -83,14 +83,14 @@ class Tau2Source:
         return tau2_trial_seeds(run_seed, num_trials)
 
     def run_info(self, info: RunInfo, config: SourceConfig) -> RunInfo:
-        from tauproxy.tau2bench.plan import agent_prompt_sha256, engine
+        from tauproxy.tau2bench.plan import agent_prompt_sha256, engine, run_orchestrator
 
         settings = tau2_settings(config)
         judge = settings.judge
         agent_info = info.agent_info.model_copy(update={"system_prompt_sha256": agent_prompt_sha256(config.domain)})
         return info.model_copy(
             update={
-                "engine": engine(settings.orchestrator),
+                "engine": engine(run_orchestrator(settings.orchestrator, settings.solo)),
                 "agent_info": agent_info,
                 "judge_info": judge.info(_sha256(settings.judge_system_prompt))
                 if judge is not None

@@ -13,6 +13,7 @@ from tauproxy.domain.pack import DomainPack
 from tauproxy.errors import ConfigError
 from tauproxy.tau2bench.domain import load_catalog, load_tau2_pack
 from tauproxy.tau2bench.peer import engine_name
+from tauproxy.tau2bench.settings import TAU2_ORCHESTRATOR, Tau2Orchestrator
 
 # τ²'s seeds are drawn from [0, TAU2_SEED_MAX] (tau2/run.py: random.randint(0, 1000000) per trial).
 TAU2_SEED_MAX = 1_000_000
@@ -78,6 +79,12 @@ def load_for_run(name: str, solo: bool) -> DomainPack:
 
 def agent_prompt_sha256(name: str) -> str:
     return hashlib.sha256(load_catalog(name).agent_system_prompt.encode()).hexdigest()
+
+
+def run_orchestrator(chosen: Tau2Orchestrator, solo: bool) -> Tau2Orchestrator:
+    """What runs a run's trials: a solo run's always run on τ²'s own (τ²'s solo agent and dummy user,
+    tau2bench/trial.py), whatever `--tau2-orchestrator` says."""
+    return TAU2_ORCHESTRATOR if solo else chosen
 
 
 def engine(orchestrator: str) -> str:
