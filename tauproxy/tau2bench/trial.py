@@ -19,8 +19,10 @@ When the trial fails:
 - under the seam (a strict-replay miss, a cassette that cannot be written): raised, as for our own
   trials, so the run stops;
 - any other model-call failure: an infrastructure error, excluded from scores and re-run on resume;
-- τ²-bench itself raised (its evaluator, or an answer it cannot parse): saved as `tau2 run
-  --skip-failed-samples` saves it, agent_error with reward 0, the exception in `error`.
+- τ²-bench itself raised (its evaluator, an answer it cannot parse, or in solo mode any answer
+  without a tool call): saved as `tau2 run --skip-failed-samples` saves it, agent_error with reward
+  0 and no messages, the exception in `error`. Without that flag `tau2 run` stops the whole run
+  there (docs/tau2bench.md, "Solo mode against `tau2 run`").
 """
 
 from __future__ import annotations
