@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -50,8 +52,7 @@ NUM_TRIALS = 2
 MAX_ERRORS = 3
 # How the scripted agent plays each task, in the order of the tasks it is given.
 PLAYS = ("golden", "text_at_once", "text_after_a_call", "empty", "unknown_tool")
-TEXT_ONLY = "solo agent answered in text"  # τ² raises: its solo agent takes tool calls only
-SOLO_ERROR = "LLMSoloAgent only supports tool calls"
+SOLO_ERROR = "LLMSoloAgent only supports tool calls"  # what τ²'s solo agent raises on an answer without one
 API_KEY = "sk-solo-parity"
 Outcome = dict[tuple[str, int], tuple[Any, ...]]
 
@@ -179,6 +180,7 @@ def _outcome(simulations: list[dict[str, Any]]) -> Outcome:
 def tau2_run(runs: Runs, name: str, skip_failed_samples: bool) -> Path:
     """`tau2 run --domain telecom --agent llm_agent_solo --user dummy_user` against the scripted upstream,
     in-process (`run_domain` with the `RunConfig` τ²'s CLI builds); the path of its simulations file."""
+    import loguru
     from tau2.data_model.simulation import RunConfig
     from tau2.run import run_domain
 
@@ -200,7 +202,15 @@ def tau2_run(runs: Runs, name: str, skip_failed_samples: bool) -> Path:
         results_dir=str(runs.results_dir),
         skip_failed_samples=skip_failed_samples,
     )
-    run_domain(config)
+    state = random.getstate()
+    try:
+        run_domain(config)
+    finally:
+        # run_domain seeds the global random and gives loguru one handler printing to stdout; the
+        # tests after this one get the process as it was (loguru's default is one stderr handler).
+        random.setstate(state)
+        loguru.logger.remove()
+        loguru.logger.add(sys.stderr)
     return runs.results_dir / f"{name}.json"
 
 
@@ -273,7 +283,9 @@ def test_every_solo_trial_ends_as_tau2_run_skip_failed_samples_saves_it(runs: Ru
     skipped = {(s["task_id"], s["trial"]) for s in theirs if s["skipped"]}
     raised = {key for key, error in runs.our_errors.items() if error is not None}
     assert (
-        skipped == raised == {(by_play[p], t) for p in ("text_at_once", "text_after_a_call", "empty") for t in (0, 1)}
+        skipped
+        == raised
+        == {(by_play[p], t) for p in ("text_at_once", "text_after_a_call", "empty") for t in range(NUM_TRIALS)}
     )
     assert all(SOLO_ERROR in str(runs.our_errors[key]) for key in raised)
     # τ²'s metrics count its skipped trials as failures, as tauproxy's count agent errors.
