@@ -304,5 +304,6 @@ def test_tau2_run_without_skip_failed_samples_stops_the_whole_run_at_a_text_answ
     golden, text_at_once = runs.task_ids[0], runs.task_ids[1]
     assert (golden, 0) in saved  # run before the first text answer
     assert (text_at_once, 0) not in saved  # the trial that raised is not saved
-    assert (golden, 1) not in saved  # the next trial was never started
+    # Which later trials τ² had started before it cancelled the rest depends on its threads' timing, so
+    # only the two trials whose fate is fixed are asserted.
     assert not (runs.results_dir / "solo-abort_results.json").exists()
