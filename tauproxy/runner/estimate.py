@@ -2,7 +2,10 @@
 
 1. Cassette (exact): each planned trial is replayed against the cassette until its first miss, by
    the runner's own trial function (so a tau2/ domain's trial runs τ²-bench's engine, as in `run`).
-   Those calls will be served from the cassette, with their recorded usage.
+   Those calls will be served from the cassette, with their recorded usage. A trial that replays to
+   its end without a miss is covered: it predicts no live call and $0, whatever the history or the
+   prior says (steps 2 and 3 price only the trials, and the parts of trials, the cassette misses).
+   A trial that misses at call s goes on live from there, at least that one call.
 2. History (statistical): the rest of each trial is drawn from earlier runs of the domain — the
    same task's trials when the history has it; for a task it never saw, another task's trials
    rescaled to a size drawn from the predictive of task sizes (`_TwoLevel` says how and why) — with
@@ -89,23 +92,59 @@ class Estimate:
     coverage_of: str = ""
 
 
+@dataclass(frozen=True)
+class ReplayedCall:
+    role: CallRole
+    usage: Usage
+    model: str
+
+
+@dataclass
+class CassettePrefix:
+    """What the cassette serves of one planned trial: its calls up to the first miss, and the role of
+    the call that missed (None: the trial replays to its end, so it is covered and costs nothing live)."""
+
+    hits: list[ReplayedCall] = field(default_factory=list)
+    missed: CallRole | None = None
+
+    @property
+    def covered(self) -> bool:
+        return self.missed is None
+
+    def hits_of(self, role: CallRole) -> int:
+        return sum(1 for hit in self.hits if hit.role == role)
+
+
+Prefixes = dict[str, CassettePrefix]
+
+
+def prefix_of(prefixes: Prefixes, spec: TrialSpec) -> CassettePrefix:
+    """The trial's prefix; a trial with no cassette to replay from goes live from its first call."""
+    return prefixes.get(spec.run_id) or CassettePrefix(missed="agent")
+
+
 @dataclass
 class _Probe:
     """Replays one trial against the cassette, counting hits, until the first miss."""
 
     inner: Transport
-    hits: list[tuple[CallRole, Usage, str]] = field(default_factory=list)
+    prefix: CassettePrefix = field(default_factory=CassettePrefix)
 
     def complete(self, call: ModelCall) -> Completion:
-        completion = self.inner.complete(call)
-        self.hits.append((call.role, completion.usage, call.model))
+        try:
+            completion = self.inner.complete(call)
+        except ReplayMissError:
+            self.prefix.missed = call.role
+            raise
+        self.prefix.hits.append(ReplayedCall(call.role, completion.usage, call.model))
         return completion
 
     def close(self) -> None:
         return None
 
 
-def replayable_prefixes(run: PreparedRun, cassette: Path | None) -> dict[str, list[tuple[CallRole, Usage, str]]]:
+def replayable_prefixes(run: PreparedRun, cassette: Path | None) -> Prefixes:
+    """Per planned trial (by run id), what the cassette serves of it; {} without a cassette."""
     if cassette is None or not (cassette / "calls.jsonl").exists():
         return {}
     from tauproxy.proxy.modes import RecordMode
@@ -119,7 +158,7 @@ def replayable_prefixes(run: PreparedRun, cassette: Path | None) -> dict[str, li
             probe = _Probe(replay)
             with contextlib.suppress(ReplayMissError):  # the first miss ends the exact part of the trial
                 run_trial(spec, run.pack, run.config, probe, run.pricing)
-            prefixes[spec.run_id] = probe.hits
+            prefixes[spec.run_id] = probe.prefix
     finally:
         replay.close()
     return prefixes
@@ -181,23 +220,22 @@ def estimate(config: RunConfig, history: list[Path], cassette: Path | None, seed
     past = history_trials(history)
     result = _from_history(run.specs, past, prefixes, coster, seed) if past else _from_prior(run, prefixes, coster)
     result.price_source = run.pricing.source
-    result.unknown_price_models = sorted(coster.unknown)
-    if coster.unknown:
+    covered = all(prefix_of(prefixes, spec).covered for spec in run.specs)
+    # A plan the cassette covers costs $0 live whatever the prices: nothing of it is priced.
+    result.unknown_price_models = [] if covered else sorted(coster.unknown)
+    if result.unknown_price_models:
         result.live_cost_p50 = result.live_cost_p90 = None
     return result
 
 
-def _replayed(prefixes: dict[str, list[tuple[CallRole, Usage, str]]], coster: _Coster, est: Estimate) -> None:
-    for hits in prefixes.values():
-        for role, usage, model in hits:
-            cost = coster.pricing.cost(model, usage).usd or 0.0
-            est.roles.setdefault(role, RoleEstimate()).replayed_calls += 1
-            est.roles[role].replayed_cost += cost
+def _replayed(prefixes: Prefixes, coster: _Coster, est: Estimate) -> None:
+    for prefix in prefixes.values():
+        for hit in prefix.hits:
+            cost = coster.pricing.cost(hit.model, hit.usage).usd or 0.0
+            est.roles.setdefault(hit.role, RoleEstimate()).replayed_calls += 1
+            est.roles[hit.role].replayed_cost += cost
             est.replayed_calls += 1
             est.replayed_cost += cost
-
-
-Prefixes = dict[str, list[tuple[CallRole, Usage, str]]]
 
 
 COVERAGE_CHECKS = 40
@@ -280,7 +318,10 @@ def _from_history(
     sampler = _TwoLevel(past, DRAWS, rng, sizes=tables[0][:, :, 1].sum(axis=1))  # a trial's size: its tokens
     totals = {role: np.zeros((DRAWS, 3)) for role in ROLES}
     for spec in specs:
-        skip = len(prefixes.get(spec.run_id, []))
+        prefix = prefix_of(prefixes, spec)
+        if prefix.covered:  # replays to its end: nothing of it goes live
+            continue
+        skip = len(prefix.hits)
         if skip not in tables:
             tables[skip] = np.array([_trial_totals(trial, skip, coster) for trial in past])
         picks, scale = sampler.picks(spec.task.id)
@@ -334,8 +375,11 @@ def p90_coverage(
 
 
 def _trial_totals(trial: _PastTrial, skip: int, coster: _Coster) -> list[list[float]]:
+    """calls, tokens and cost per role of `trial` past its first `skip` calls. A planned trial that
+    missed at call `skip` makes at least that call live: a history trial no longer than `skip` gives
+    its last call for it."""
     rows = {role: [0.0, 0.0, 0.0] for role in ROLES}
-    for call in trial.calls[skip:]:
+    for call in trial.calls[min(skip, len(trial.calls) - 1) if skip else 0 :]:
         tokens, cost = coster.call(call)
         row = rows[call.role]
         row[0] += 1
@@ -344,7 +388,7 @@ def _trial_totals(trial: _PastTrial, skip: int, coster: _Coster) -> list[list[fl
     return [rows[role] for role in ROLES]
 
 
-def _from_prior(run: PreparedRun, prefixes: dict[str, list[tuple[CallRole, Usage, str]]], coster: _Coster) -> Estimate:
+def _from_prior(run: PreparedRun, prefixes: Prefixes, coster: _Coster) -> Estimate:
     """Without history: sizes of what every call carries, times a turns-per-task prior."""
     pack = run.pack
     tools_chars = sum(len(t.model_dump_json()) for t in pack.agent_tool_schemas)
@@ -358,10 +402,12 @@ def _from_prior(run: PreparedRun, prefixes: dict[str, list[tuple[CallRole, Usage
     for role in ROLES:
         calls = prompt_tokens = 0.0
         for spec in run.specs:
-            skip = sum(1 for hit in prefixes.get(spec.run_id, []) if hit[0] == role)
+            prefix = prefix_of(prefixes, spec)
+            if prefix.covered:  # replays to its end: nothing of it goes live
+                continue
             n = PRIOR_CALLS_PER_TRIAL.get(role, 1.0 if _has_nl(spec) else 0.0)
             fixed = agent_fixed if role == "agent" else len(spec.task.user_scenario.render()) / 4 + 200
-            live_n = max(0.0, n - skip)
+            live_n = max(1.0 if prefix.missed == role else 0.0, n - prefix.hits_of(role))
             calls += live_n
             # The conversation grows each turn: on average half the final length rides along.
             prompt_tokens += live_n * (fixed + 60 * n / 2)
