@@ -15,8 +15,8 @@
    and the estimate reports the share of halvings its p90 covered. A history run is anything
    `report` reads: a tauproxy run gives its call records; a τ²-bench file, which keeps none, gives
    the calls its messages show (their usage).
-3. No history: a prior from the sizes of the policy, tools and instructions and a turns-per-task
-   prior, labelled low-confidence.
+3. No history: a prior from the sizes of the policy, tools and instructions and calls per trial from
+   each task's expected actions, labelled low-confidence.
 """
 
 from __future__ import annotations
@@ -44,8 +44,19 @@ ROLES: tuple[CallRole, ...] = ("agent", "user", "judge")
 DRAWS = 4000
 # Relative tokens per character by tokeniser family; history is rescaled when the family changes.
 TOKENISER_FAMILIES = {"openai": 1.0, "anthropic": 1.12, "gemini": 0.95, "mistral": 1.08, "local": 1.05, "scripted": 1.0}
-PRIOR_CALLS_PER_TRIAL = {"agent": 8.0, "user": 4.0}
+# The no-history prior's calls per trial, from the task's expected actions (its evaluation criteria):
+# the agent makes one call per action it takes, one per action it talks the user through (dual
+# control) and one to answer; the user opens, confirms and ends (PRIOR_USER_TURNS) and makes one call
+# per action of its own, plus the turns the agent's guidance costs. Set against every shipped pack in
+# bench/estimate_error.py, where the prior's cost is within 1.5x of the actual (bench/README.md).
+PRIOR_AGENT_CALLS_PER_AGENT_ACTION = 1.0
+PRIOR_AGENT_CALLS_PER_USER_ACTION = 0.8
+PRIOR_AGENT_CALLS_EXTRA = 1.0
+PRIOR_USER_TURNS = 2.0
+PRIOR_USER_CALLS_PER_USER_ACTION = 1.5
 PRIOR_COMPLETION_TOKENS = {"agent": 80, "user": 30, "judge": 60}
+# Tokens a turn adds to the conversation that every later call carries.
+PRIOR_TOKENS_PER_TURN = 60
 
 
 def tokeniser_family(model: str) -> str:
@@ -389,14 +400,16 @@ def _trial_totals(trial: _PastTrial, skip: int, coster: _Coster) -> list[list[fl
 
 
 def _from_prior(run: PreparedRun, prefixes: Prefixes, coster: _Coster) -> Estimate:
-    """Without history: sizes of what every call carries, times a turns-per-task prior."""
+    """Without history: sizes of what every call carries, times calls per trial from the task's
+    expected actions."""
     pack = run.pack
-    tools_chars = sum(len(t.model_dump_json()) for t in pack.agent_tool_schemas)
-    agent_fixed = (len(run.config.agent_prompt.render(pack.policy)) + tools_chars) / 4
+    agent_tools = sum(len(t.model_dump_json()) for t in pack.agent_tool_schemas)
+    user_tools = sum(len(t.model_dump_json()) for t in pack.user_tool_schemas)
+    agent_fixed = (len(run.config.agent_prompt.render(pack.policy)) + agent_tools) / 4
     est = Estimate(
         trials=len(run.specs),
         confidence="low (no history: size-based prior)",
-        basis="policy, tool and instruction sizes with a turns-per-task prior",
+        basis="policy, tool and instruction sizes with calls per trial from each task's expected actions",
     )
     grand50 = grand90 = 0.0
     for role in ROLES:
@@ -405,12 +418,13 @@ def _from_prior(run: PreparedRun, prefixes: Prefixes, coster: _Coster) -> Estima
             prefix = prefix_of(prefixes, spec)
             if prefix.covered:  # replays to its end: nothing of it goes live
                 continue
-            n = PRIOR_CALLS_PER_TRIAL.get(role, 1.0 if _has_nl(spec) else 0.0)
-            fixed = agent_fixed if role == "agent" else len(spec.task.user_scenario.render()) / 4 + 200
+            n = prior_calls(spec)[role]
+            fixed = agent_fixed if role == "agent" else (len(spec.task.user_scenario.render()) + user_tools) / 4 + 200
             live_n = max(1.0 if prefix.missed == role else 0.0, n - prefix.hits_of(role))
             calls += live_n
             # The conversation grows each turn: on average half the final length rides along.
-            prompt_tokens += live_n * (fixed + 60 * n / 2)
+            turns = sum(prior_calls(spec).values())
+            prompt_tokens += live_n * (fixed + PRIOR_TOKENS_PER_TURN * turns / 2)
         completion_tokens = calls * PRIOR_COMPLETION_TOKENS[role]
         cost = _prior_cost(coster, role, prompt_tokens, completion_tokens)
         tokens = prompt_tokens + completion_tokens
@@ -423,6 +437,21 @@ def _from_prior(run: PreparedRun, prefixes: Prefixes, coster: _Coster) -> Estima
     est.live_cost_p50, est.live_cost_p90 = grand50, grand90
     _replayed(prefixes, coster, est)
     return est
+
+
+def prior_calls(spec: TrialSpec) -> dict[CallRole, float]:
+    """The prior's calls per trial of `spec`'s task, by role (see PRIOR_AGENT_CALLS_PER_AGENT_ACTION)."""
+    criteria = spec.task.evaluation_criteria
+    actions = criteria.actions if criteria and criteria.actions else []
+    by_user = sum(1 for action in actions if action.requestor == "user")
+    by_agent = len(actions) - by_user
+    return {
+        "agent": PRIOR_AGENT_CALLS_PER_AGENT_ACTION * by_agent
+        + PRIOR_AGENT_CALLS_PER_USER_ACTION * by_user
+        + PRIOR_AGENT_CALLS_EXTRA,
+        "user": PRIOR_USER_TURNS + PRIOR_USER_CALLS_PER_USER_ACTION * by_user,
+        "judge": 1.0 if _has_nl(spec) else 0.0,
+    }
 
 
 def _has_nl(spec: TrialSpec) -> bool:

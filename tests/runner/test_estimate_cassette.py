@@ -83,3 +83,24 @@ def test_a_trial_that_misses_goes_live_from_the_miss(recorded: tuple[RunConfig, 
     result = estimate(config.model_copy(update={"num_trials": 3}), [], config.cassette)
     assert result.live_cost_p50 is not None and result.live_cost_p50 > 0
     assert result.roles["agent"].calls_p50 >= 3
+
+
+def test_the_prior_counts_calls_from_the_tasks_expected_actions() -> None:
+    from tauproxy.data_model.task import Action, EvaluationCriteria, Task, UserScenario
+    from tauproxy.runner.estimate import prior_calls
+    from tauproxy.runner.trial import TrialSpec
+
+    def spec(agent_actions: int, user_actions: int) -> TrialSpec:
+        actions = [Action(action_id=f"a{i}", name="lookup") for i in range(agent_actions)]
+        actions += [Action(action_id=f"u{i}", requestor="user", name="toggle") for i in range(user_actions)]
+        task = Task(
+            id="t",
+            user_scenario=UserScenario(instructions="x"),
+            evaluation_criteria=EvaluationCriteria(actions=actions),
+        )
+        return TrialSpec(task=task, trial=0, seed=1)
+
+    quiet, busy, guided = prior_calls(spec(0, 0)), prior_calls(spec(4, 0)), prior_calls(spec(0, 4))
+    assert quiet["agent"] >= 1 and quiet["user"] >= 1 and quiet["judge"] == 0
+    assert busy["agent"] == quiet["agent"] + 4 and busy["user"] == quiet["user"]
+    assert guided["agent"] > quiet["agent"] and guided["user"] > quiet["user"]
