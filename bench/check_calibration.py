@@ -1,6 +1,6 @@
 """Calibration of `tauproxy check`, measured: the interval's coverage, false alarms, detection.
 
-    .venv/bin/python bench/check_calibration.py                 (about 3 minutes on a loaded 2-core machine)
+    .venv/bin/python bench/check_calibration.py --adaptive-pairs 0   (about 2.5 minutes on a loaded 2-core machine)
     .venv/bin/python bench/check_calibration.py --pairs 1000 --adaptive-pairs 0
 
 Pairs are simulated, not run through the engine: each trial of task i passes with the task's
