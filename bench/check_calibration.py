@@ -1,39 +1,47 @@
-"""Calibration of `tauproxy check`, measured: false alarms on A/A pairs, power against a true drop.
+"""Calibration of `tauproxy check`, measured: the interval's coverage, false alarms, detection.
 
-    .venv/bin/python bench/check_calibration.py            (about a minute)
-    .venv/bin/python bench/check_calibration.py --pairs 400 --tasks 60 --trials 4
+    .venv/bin/python bench/check_calibration.py --adaptive-pairs 0   (about 2.5 minutes on a loaded 2-core machine)
+    .venv/bin/python bench/check_calibration.py --pairs 1000 --adaptive-pairs 0
 
-Agents of known per-task success probabilities, simulated at the level of SimulationRun rewards
-(each trial passes with its task's probability, from its own seed) rather than through the engine:
-the verdict is computed by the same code `check` runs (`tauproxy.reports.regression.compare_scores`
-on two `Results`), and the engine would add nothing but time (its scripted
-`oracle?error_rate=P` slips are such seeded Bernoulli outcomes, at about 100 trials/s, so the
-2 x 200 x 2 x 240 trials here would take half an hour).
+Pairs are simulated, not run through the engine: each trial of task i passes with the task's
+probability p_i, from its own seeded draw. The engine would add nothing but time (its scripted
+`oracle?error_rate=P` slips are such seeded Bernoulli outcomes, at about 30 trials/s here, so the
+2 x 400 x 12 x 240 trials below would take hours). Four populations of tasks, because calibration
+depends on how task difficulty is spread:
+- uniform: every task passes with p = 0.6;
+- mixed: per-task p drawn once from Beta(0.7, 0.45) (mean about 0.6, many tasks near 0 or 1);
+- airline, retail (recorded): p_i is the share of passing trials of task i in a real run of
+  `scripted/oracle?error_rate=0.2` with the scripted user, every task x 8 trials, run first
+  (in-process, offline; about 20 s each) -- "pairs simulated from recorded per-task outcomes".
+Each population at 60, 20 and 10 tasks (the first n) x 4 trials. Per cell --pairs A/A pairs (the
+same agent twice, different trial seeds) and --pairs A/B pairs (B's p_i scaled so its mean pass^1 is
+exactly --drop lower). The true drop is the mean of p_a - p_b over the cell's tasks.
 
-Two agent populations, because calibration depends on how task difficulty is spread:
-- uniform: every task passes with p = 0.6 (what `oracle?error_rate=P` looks like);
-- mixed: per-task p drawn once from Beta(0.7, 0.45) (mean about 0.6, many tasks near 0 or 1, as
-  real benchmarks are).
+For each interval method of tauproxy/reports/paired.py (percentile, BCa, the t-widened "expanded"
+one that `run --until-decided` uses, and "expanded-cc", expanded with a continuity correction, which
+check uses), with 2000 resamples at 95%: coverage (share of pairs whose
+interval of the drop holds the true drop; goal 0.95), the bad rate (verdict bad: the whole interval
+above --max-drop) at --max-drop 0 and 0.05 on A/A pairs (false alarms; at most 0.025 when
+calibrated, one side of a 95% interval) and on A/B pairs (detection). The interval is computed by
+`bootstrap_picks` and `bootstrap_interval`, the functions `check` calls, with check's seeds; for the
+first pairs of every cell the bench also runs `compare_scores` (what `check` runs) end to end and
+asserts that its interval is the one measured for the default method. Prints the tables and RATIO
+lines.
 
-Also the coverage of the 95% interval of the drop (the share of pairs whose interval holds the true
-drop; 0.95 when calibrated). A/A: the same agent twice with different trial seeds; "false alarm" =
-verdict bad (at --max-drop 0.05, the default, and at 0, the strictest). Power: B's per-task p is
-A's scaled so that its mean pass^1 is exactly 10 points lower; "flagged" = verdict bad. The old
-point-estimate rule (bad when the observed drop > max-drop) is shown for comparison. Prints the table, then RATIO lines.
-
-`run --until-decided` against a fixed 8 trials (`--adaptive-pairs`, 100 a cell by default;
-`--adaptive-only` skips the table above): the baseline has 8 trials per task; the fixed design runs
-the candidate 8 trials per task and judges it as check does (95%); the adaptive one starts at 4 and
-runs the loop of tauproxy/workflows/adaptive.py (its sequential verdict, task choice and budget) with
---max-cost set to what the fixed 8 trials cost times `--adaptive-budget` (default 1; each simulated
-trial $0.01). Per cell: decided share (good or bad) and wrong verdicts of each, how often the
-adaptive verdict matches the fixed one where the fixed one decided, the mean trials per task and the
-spend; the ratios adaptive / fixed.
+`run --until-decided` against a fixed 8 trials (`--adaptive-pairs`, 100 a cell by default, 0 skips
+it; `--adaptive-only` skips the tables above): the baseline has 8 trials per task; the fixed design
+runs the candidate 8 trials per task and judges it as check does (95%); the adaptive one starts at 4
+and runs the loop of tauproxy/workflows/adaptive.py (its sequential verdict, task choice and budget)
+with --max-cost set to what the fixed 8 trials cost times `--adaptive-budget` (default 1; each
+simulated trial $0.01). Per cell: decided share (good or bad) and wrong verdicts of each, how often
+the adaptive verdict matches the fixed one where the fixed one decided, the mean trials per task and
+the spend; the ratios adaptive / fixed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 import zlib
 
@@ -42,6 +50,12 @@ import numpy as np
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import ModelInfo, Results, RewardInfo, RunInfo, SimulationRun
 from tauproxy.data_model.task import Task, UserScenario
+from tauproxy.reports.paired import (
+    PAIRED_INTERVAL,
+    IntervalMethod,
+    bootstrap_interval,
+    bootstrap_picks,
+)
 from tauproxy.reports.regression import Verdict, compare_scores
 
 
@@ -82,27 +96,111 @@ def draw(p: np.ndarray, trials: int, rng: np.random.Generator) -> np.ndarray:
     return (rng.random((len(p), trials)) < p[:, None]).astype(float)
 
 
-def rates(p_a: np.ndarray, p_b: np.ndarray, pairs: int, trials: int, max_drop: float, seed: int) -> dict[str, float]:
-    """Share of pairs judged bad / undecided / good, and the point-estimate rule's share of 'bad'."""
+LEVEL, RESAMPLES, TOLERANCE = 0.95, 2000, 1e-9
+METHODS = (IntervalMethod.PERCENTILE, IntervalMethod.BCA, IntervalMethod.EXPANDED, IntervalMethod.EXPANDED_CORRECTED)
+VERIFIED_PAIRS = 10  # per cell, also judged end to end by compare_scores
+
+
+def calibration_cell(
+    p_a: np.ndarray, p_b: np.ndarray, pairs: int, trials: int, seed: int
+) -> dict[str, dict[str, float]]:
+    """Per interval method: coverage of the true drop, and the bad rate at --max-drop 0 and 0.05."""
     rng = np.random.default_rng(seed)
-    counts = {Verdict.BAD: 0, Verdict.UNDECIDED: 0, Verdict.GOOD: 0}
-    point_bad = covered = 0
     true_drop = float(p_a.mean() - p_b.mean())
+    found = {method.value: {"covered": 0.0, "bad@0": 0.0, "bad@0.05": 0.0} for method in METHODS}
     for pair in range(pairs):
-        base = make_results(draw(p_a, trials, rng), "agent-a", seed0=10_000 + pair * 10)
-        cand = make_results(draw(p_b, trials, rng), "agent-b", seed0=50_000 + pair * 10)
-        result = compare_scores(cand, base, "pass^1", max_drop, seed=pair)
-        counts[result.verdict] += 1
-        point_bad += (result.drop or 0.0) > max_drop + 1e-9
-        low, high = result.drop_ci or (0.0, 0.0)
-        covered += low - 1e-9 <= true_drop <= high + 1e-9
-    return {
-        "bad": counts[Verdict.BAD] / pairs,
-        "undecided": counts[Verdict.UNDECIDED] / pairs,
-        "good": counts[Verdict.GOOD] / pairs,
-        "point_bad": point_bad / pairs,
-        "covered": covered / pairs,
+        base_passed, cand_passed = draw(p_a, trials, rng), draw(p_b, trials, rng)
+        deltas = cand_passed.mean(axis=1) - base_passed.mean(axis=1)  # per-task pass^1, candidate - baseline
+        picks = bootstrap_picks(len(p_a), RESAMPLES, seed=pair)  # check's seed is its --seed; here the pair
+        step = 1.0 / (len(p_a) * trials)  # the lattice of a mean pass^1 difference
+        for method in METHODS:
+            low, high = bootstrap_interval(deltas, picks, LEVEL, method, step)
+            drop_low, drop_high = -high, -low
+            cell = found[method.value]
+            cell["covered"] += drop_low - TOLERANCE <= true_drop <= drop_high + TOLERANCE
+            cell["bad@0"] += drop_low > 0.0 + TOLERANCE
+            cell["bad@0.05"] += drop_low > 0.05 + TOLERANCE
+            if method is PAIRED_INTERVAL and pair < VERIFIED_PAIRS:
+                base = make_results(base_passed, "agent-a", seed0=10_000 + pair * 10)
+                cand = make_results(cand_passed, "agent-b", seed0=50_000 + pair * 10)
+                result = compare_scores(cand, base, "pass^1", 0.05, seed=pair)
+                assert result.drop_ci is not None
+                assert np.allclose(result.drop_ci, (drop_low, drop_high)), (result.drop_ci, drop_low, drop_high)
+                assert (result.verdict is Verdict.BAD) == (drop_low > 0.05 + TOLERANCE)
+    return {method: {key: value / pairs for key, value in cell.items()} for method, cell in found.items()}
+
+
+def recorded_population(domain: str, trials: int) -> np.ndarray:
+    """p_i = the share of passing trials of task i in a real scripted run (offline, in-process)."""
+    import tempfile
+    from pathlib import Path
+
+    from tauproxy.engine.llm_config import LLMConfig
+    from tauproxy.reports.metrics import is_success
+    from tauproxy.runner.config import RunConfig
+    from tauproxy.runner.run import execute
+
+    with tempfile.TemporaryDirectory(prefix="tauproxy-bench-calibration-") as tmp:
+        config = RunConfig(
+            domain=domain,
+            agent=LLMConfig(model="scripted/oracle?error_rate=0.2"),
+            user=LLMConfig(model="scripted/user"),
+            num_trials=trials,
+            save_to=Path(tmp) / "run",
+        )
+        results = execute(config).results
+    passed: dict[str, list[bool]] = {}
+    for run in results.simulations:
+        passed.setdefault(run.task_id, []).append(is_success(run))
+    return np.array([sum(values) / len(values) for values in passed.values()])
+
+
+def calibration_tables(population: dict[str, np.ndarray], pairs: int, trials: int, drop: float) -> None:
+    sizes = (60, 20, 10)
+    print(
+        f"\n{pairs} A/A and {pairs} A/B pairs per cell, x {trials} trials, 95% paired bootstrap "
+        f"({RESAMPLES} resamples), metric pass^1; A/B: a true {drop:.2f} drop; "
+        f"check's interval: {PAIRED_INTERVAL.value}"
+    )
+    print(
+        "| population | tasks | interval | A/A coverage | A/B coverage | A/A bad @0 | A/A bad @0.05 | "
+        "A/B bad (detection) @0 | A/B bad @0.05 |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    start = time.perf_counter()
+    summary: dict[str, dict[str, list[float]]] = {
+        m.value: {"coverage": [], "alarm": [], "power0": [], "power5": []} for m in METHODS
     }
+    for name, p_all in population.items():
+        for n in sizes:
+            p = p_all[:n]
+            lower = p * (1.0 - drop / p.mean())  # the same mean drop on every population
+            same = calibration_cell(p, p, pairs, trials, seed=zlib.crc32(f"{name}|{n}|A/A".encode()))
+            worse = calibration_cell(p, lower, pairs, trials, seed=zlib.crc32(f"{name}|{n}|A/B".encode()))
+            for method in METHODS:
+                a, b = same[method.value], worse[method.value]
+                print(
+                    f"| {name} (mean p {p.mean():.2f}) | {n} | {method.value} | {a['covered']:.3f} | "
+                    f"{b['covered']:.3f} | {a['bad@0']:.3f} | {a['bad@0.05']:.3f} | {b['bad@0']:.3f} | "
+                    f"{b['bad@0.05']:.3f} |",
+                    flush=True,
+                )
+                found = summary[method.value]
+                found["coverage"] += [a["covered"], b["covered"]]
+                found["alarm"] += [a["bad@0"], a["bad@0.05"]]
+                found["power0"].append(b["bad@0"])
+                found["power5"].append(b["bad@0.05"])
+    print(f"({time.perf_counter() - start:.1f} s)")
+    for method, found in summary.items():
+        coverage = found["coverage"]
+        print(
+            f"RATIO check_coverage {method}: covered/pairs = {min(coverage):.3f}-{max(coverage):.3f}, mean "
+            f"{float(np.mean(coverage)):.3f} over {len(coverage)} cells (goal 0.95); A/A bad at most "
+            f"{max(found['alarm']):.3f} (goal <= 0.025); detection of a true {drop:.2f} drop "
+            f"{min(found['power0']):.3f}-{max(found['power0']):.3f} at --max-drop 0, "
+            f"{min(found['power5']):.3f}-{max(found['power5']):.3f} at 0.05"
+            + (" [check]" if method == PAIRED_INTERVAL.value else "")
+        )
 
 
 TRIAL_COST = 0.01
@@ -239,7 +337,8 @@ def adaptive_table(population: dict[str, np.ndarray], drop: float, pairs: int, b
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pairs", type=int, default=200)
+    parser.add_argument("--pairs", type=int, default=400, help="A/A pairs and A/B pairs per cell (each)")
+    parser.add_argument("--recorded-trials", type=int, default=8)
     parser.add_argument("--tasks", type=int, default=60)
     parser.add_argument("--trials", type=int, default=4)
     parser.add_argument("--drop", type=float, default=0.10)
@@ -252,6 +351,7 @@ def main() -> None:
         help="--max-cost of --until-decided, as a multiple of the fixed 8 trials' cost",
     )
     args = parser.parse_args()
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     population = {
         "uniform": np.full(args.tasks, 0.6),
         "mixed": np.random.default_rng(12345).beta(0.7, 0.45, size=args.tasks),
@@ -259,38 +359,20 @@ def main() -> None:
     if args.adaptive_only:
         adaptive_table(population, args.drop, args.adaptive_pairs, args.adaptive_budget)
         return
-    print(
-        f"{args.pairs} pairs per cell, {args.tasks} tasks x {args.trials} trials, 95% paired bootstrap "
-        f"(2000 resamples), metric pass^1"
-    )
-    print("| population | case | --max-drop | bad | undecided | good | old point rule: bad | 95% CI covers true drop |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    worst_alarm = 0.0
-    power_at: dict[str, float] = {}
-    start = time.perf_counter()
-    for name, p in population.items():
-        lower = p * (1.0 - args.drop / p.mean())  # the same mean drop on every population
-        for case, p_b in (("A/A", p), (f"true drop {args.drop:.2f}", lower)):
-            for max_drop in (0.05, 0.0):
-                cell_seed = zlib.crc32(f"{name}|{case}|{max_drop}".encode())
-                found = rates(p, p_b, args.pairs, args.trials, max_drop, seed=cell_seed)
-                print(
-                    f"| {name} (mean p {p.mean():.2f}) | {case} | {max_drop:g} | {found['bad']:.3f} | "
-                    f"{found['undecided']:.3f} | {found['good']:.3f} | {found['point_bad']:.3f} | "
-                    f"{found['covered']:.3f} |"
-                )
-                if case == "A/A":
-                    worst_alarm = max(worst_alarm, found["bad"])
-                else:
-                    power_at[f"{name}@{max_drop:g}"] = found["bad"]
-    print(f"({time.perf_counter() - start:.1f} s)")
-    print(f"RATIO check_false_alarm: bad/pairs on A/A = {worst_alarm:.3f} (worst cell; goal: <= 0.05)")
-    for cell, power in power_at.items():
+    recorded = {}
+    for domain in ("airline", "retail"):
+        started = time.perf_counter()
+        recorded[domain] = recorded_population(domain, args.recorded_trials)
         print(
-            f"RATIO check_power {cell}: bad/pairs at a true {args.drop:.2f} drop = {power:.3f} "
-            f"({args.tasks} tasks x {args.trials} trials; no goal, measured)"
+            f"recorded {domain}: {len(recorded[domain])} tasks x {args.recorded_trials} trials of "
+            f"scripted/oracle?error_rate=0.2, mean pass^1 {recorded[domain].mean():.3f}, "
+            f"tasks never / always passing {int((recorded[domain] == 0).sum())} / {int((recorded[domain] == 1).sum())} "
+            f"({time.perf_counter() - started:.1f} s)",
+            flush=True,
         )
-    adaptive_table(population, args.drop, args.adaptive_pairs, args.adaptive_budget)
+    calibration_tables({**population, **recorded}, args.pairs, args.trials, args.drop)
+    if args.adaptive_pairs:
+        adaptive_table(population, args.drop, args.adaptive_pairs, args.adaptive_budget)
 
 
 if __name__ == "__main__":

@@ -1,191 +1,221 @@
-"""How close `tauproxy estimate` gets to the real cost of a run, from a 10% pilot.
+"""How close `tauproxy estimate` gets to what a run then costs, measured on held-out runs.
 
-    .venv/bin/python bench/estimate_error.py          (about 2 min)
+    .venv/bin/python bench/estimate_error.py              (about 3 minutes on a loaded 2-core machine)
+    .venv/bin/python bench/estimate_error.py --cases 100 --synthetic
 
-1. Writes a prices file giving the stub model a price:
-   {"openai/stub": {"input_cost_per_token": 2e-6, "output_cost_per_token": 8e-6}}.
-2. Full run, in-process (`execute`): airline, all tasks x 2 trials, agent openai/stub via litellm to
-   the stub upstream, user scripted/user, `prices=` that file. Its actual cost is the sum of the
-   recorded cost of its live calls.
-3. Pilot: a separate run of the first 10% of the tasks (`num_tasks=6`), same settings.
-4. `estimate(full_config, history=[pilot_dir], cassette=None, seed=s)` for --reps seeds; the median p50
-   is compared with the actual cost. Also, for information: the no-history prior
-   (`history=[]`), and a second pilot made of every 10th task (tasks 0, 10, 20, ...), to show how
-   much the choice of pilot tasks matters.
-5. The p90's coverage (the share of runs whose actual cost is at most the p90; goal 90%), out of
-   sample, on synthetic pilots through the estimate's own sampler (`_TwoLevel`): per cell, --cov-reps
-   populations of task sizes (lognormal(0, 0.8) as in bench/README.md, and gamma(2), a lighter tail),
-   trial noise lognormal(0, 0.2); a pilot of n tasks x k trials, then the actual total of a fresh run
-   of N tasks x k (the pilot's tasks among them, with new trials) against the p90 the pilot predicts.
-   Also the former bootstrap-only sampler (no size predictive) for comparison, and the coverage the
-   estimate itself reports for the first-10% pilot (halvings of the pilot's tasks).
-Prints the raw numbers, then one RATIO line: p50 estimate from the first-10% pilot / actual cost.
-`--coverage-only` runs step 5 alone (seconds, no stub).
+Offline, in-process, on every shipped pack (mock, airline, retail, telecom), with the scripted models
+(`scripted/oracle?error_rate=0.2` and `scripted/user`; the judge where a task has NL assertions)
+priced by `cassettes/demo-prices.json` (as gpt-4.1 / gpt-4.1-mini), so every call has a cost.
+
+1. Record: each pack, every task x --trials trials (4), into a cassette; the run is the ground truth.
+2. Covered plan: `estimate` of the first 10 tasks of that plan with the cassette, without and with
+   the run as history: it must predict 0 live calls and $0 (the cassette holds every call).
+3. Prior: `estimate` with no history and no cassette, for every task x 2 trials, against the
+   recorded cost of trials 0 and 1 (goal: within 1.5x). Also for two agents the prior's constants
+   were not set on, each recorded for it: `scripted/oracle` with no slips (held to the goal too) and
+   error_rate=0.5, whose trials end early (shown, not held to it).
+4. p90 coverage on held-out runs, --cases random cases a pack (the estimate's own history path,
+   `_from_history`, the code `estimate --history` runs, on the recorded trials):
+   - unseen tasks: a pilot of a quarter of the tasks (at least 3) x 2 trials is the history; the
+     plan is the other tasks x 2 trials, whose recorded cost is the actual;
+   - new trials: 2 random trials of every task are the history; the plan is the same tasks' 2
+     other trials.
+   A case is covered when the actual cost is at most the p90 (goal: at least 90% of cases).
+   The p50's error is printed too.
+`--synthetic` adds the former synthetic check of the sampler alone (populations of task sizes).
+Prints the raw numbers, then RATIO lines.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import time
+from pathlib import Path
 
 import numpy as np
-from _common import BASE_ENV, median, print_machine, spread, start_stub, workdir
+from _common import BASE_ENV, REPO, print_machine, workdir
 
-PRICES = {"openai/stub": {"input_cost_per_token": 2e-6, "output_cost_per_token": 8e-6}}
-
-
-def live_cost(results) -> tuple[float, int]:
-    total, calls = 0.0, 0
-    for simulation in results.simulations:
-        for call in simulation.calls:
-            if call.source == "live":
-                calls += 1
-                total += call.cost_usd or 0.0
-    return total, calls
+DOMAINS = ("mock", "airline", "retail", "telecom")
+AGENT = "scripted/oracle?error_rate=0.2"
+OTHER_AGENTS = ("scripted/oracle", "scripted/oracle?error_rate=0.5")
+PRICES = REPO / "cassettes" / "demo-prices.json"
 
 
-WORLDS = {
-    "lognormal(0,0.8)": lambda rng, n: rng.lognormal(0.0, 0.8, n),
-    "gamma(2)": lambda rng, n: rng.gamma(2.0, 1.0, n),
-}
-CELLS = [(6, 60, 2), (10, 20, 2), (20, 40, 2), (40, 80, 2), (60, 120, 4)]  # pilot tasks, planned tasks, trials
+def config_for(domain: str, agent: str, trials: int, save_to: Path | None, cassette: Path | None):  # type: ignore[no-untyped-def]
+    from tauproxy.engine.llm_config import LLMConfig
+    from tauproxy.runner.config import RunConfig
+
+    return RunConfig(
+        domain=domain,
+        agent=LLMConfig(model=agent),
+        user=LLMConfig(model="scripted/user"),
+        num_trials=trials,
+        prices=PRICES,
+        save_to=save_to,
+        cassette=cassette,
+    )
 
 
-def _trials(rng, sizes, tasks, k):
-    from tauproxy.runner.estimate import _PastTrial
+def first_tasks(domain: str, n: int) -> set[str]:
+    from tauproxy.domain.pack import load_pack
 
-    past, values = [], []
-    for t in tasks:
-        for _ in range(k):
-            past.append(_PastTrial(f"t{t}", []))
-            values.append(sizes[t] * rng.lognormal(0.0, 0.2))
-    return past, np.array(values)
+    return {task.id for task in load_pack(domain).tasks[:n]}
 
 
-def coverage_cell(world, pilot_n: int, planned_n: int, k: int, reps: int, predictive: bool, seed: int) -> float:
-    from tauproxy.runner.estimate import _TwoLevel
+def trial_costs(results) -> dict[tuple[str, int], float]:  # type: ignore[no-untyped-def]
+    return {(sim.task_id, sim.trial): sum(call.cost_usd or 0.0 for call in sim.calls) for sim in results.simulations}
 
+
+def prior_ratio(domain: str, agent: str, tmp: Path, results=None) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """(prior p50, actual) for every task x 2 trials of `agent`: trials 0 and 1 of `results` when given,
+    else a run made for it."""
+    from tauproxy.runner.estimate import estimate
+    from tauproxy.runner.run import execute
+
+    config = config_for(domain, agent, 2, tmp / f"prior-{domain}-{agent.replace('/', '-').replace('?', '-')}", None)
+    if results is None:
+        results = execute(config).results
+    actual = sum(cost for (_, trial), cost in trial_costs(results).items() if trial < 2)
+    prior = estimate(config.model_copy(update={"save_to": None}), [], None)
+    assert prior.live_cost_p50 is not None
+    return prior.live_cost_p50, actual
+
+
+def held_out_cases(domain: str, results, trials: int, cases: int, seed: int) -> list[tuple[str, float, float, float]]:  # type: ignore[no-untyped-def]
+    """(kind, actual, p50, p90) per case."""
+    from tauproxy.runner.estimate import _Coster, _from_history, _PastCall, _PastTrial
+    from tauproxy.runner.run import prepare
+
+    plan = config_for(domain, AGENT, trials, None, None)
+    run = prepare(plan, preflight=False)
+    coster = _Coster(plan, run.pricing)
+    costs = trial_costs(results)
+    past_of = {
+        (sim.task_id, sim.trial): _PastTrial(
+            sim.task_id, [_PastCall(c.role, c.model, c.usage) for c in sorted(sim.calls, key=lambda c: c.index)]
+        )
+        for sim in results.simulations
+    }
+    tasks = list(dict.fromkeys(spec.task.id for spec in run.specs))
     rng = np.random.default_rng(seed)
-    hits = 0
-    for _ in range(reps):
-        sizes = world(rng, planned_n)
-        past, values = _trials(rng, sizes, range(pilot_n), k)
-        _, actual = _trials(rng, sizes, range(planned_n), k)
-        sampler = _TwoLevel(past, 1000, rng, sizes=values if predictive else None)
-        total = np.zeros(1000)
-        for t in range(planned_n):
-            for _ in range(k):
-                picks, scale = sampler.picks(f"t{t}")
-                total += values[picks] * scale
-        hits += float(actual.sum()) <= float(np.percentile(total, 90))
-    return hits / reps
-
-
-def coverage_report(reps: int) -> list[float]:
-    """Step 5; returns the predictive's coverage per cell."""
-    ours = []
-    for name, world in WORLDS.items():
-        for pilot_n, planned_n, k in CELLS:
-            now = coverage_cell(world, pilot_n, planned_n, k, reps, True, seed=pilot_n)
-            before = coverage_cell(world, pilot_n, planned_n, k, reps, False, seed=pilot_n)
-            ours.append(now)
-            print(
-                f"p90 coverage, {name:16s} pilot {pilot_n:2d} x {k} -> {planned_n:3d} x {k}: {now:.3f} "
-                f"(bootstrap only: {before:.3f}; {reps} populations)",
-                flush=True,
-            )
-    print(f"COVERAGE estimate_p90: {min(ours):.3f}-{max(ours):.3f} over {len(ours)} cells (goal 0.90)")
-    return ours
+    found = []
+    for case in range(cases):
+        if case % 2 == 0:
+            kind = "unseen tasks"
+            order = rng.permutation(len(tasks))
+            pilot = {tasks[i] for i in order[: max(3, len(tasks) // 4)]}
+            history = [(t, j) for t in pilot for j in (0, 1)]
+            planned = [(t, j) for t in tasks if t not in pilot for j in (0, 1)]
+        else:
+            kind = "new trials"
+            history, planned = [], []
+            for t in tasks:
+                order = rng.permutation(trials)
+                history += [(t, int(j)) for j in order[:2]]
+                planned += [(t, int(j)) for j in order[2:4]]
+        wanted = set(planned)
+        specs = [spec for spec in run.specs if (spec.task.id, spec.trial) in wanted]
+        past = [past_of[key] for key in history if past_of[key].calls]
+        est = _from_history(specs, past, {}, coster, seed=case, self_check=False)
+        actual = sum(costs[key] for key in planned)
+        assert est.live_cost_p50 is not None and est.live_cost_p90 is not None
+        found.append((kind, actual, est.live_cost_p50, est.live_cost_p90))
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=5, help="estimate seeds")
-    parser.add_argument("--cov-reps", type=int, default=200, help="populations per coverage cell")
-    parser.add_argument("--coverage-only", action="store_true")
+    parser.add_argument("--trials", type=int, default=4)
+    parser.add_argument("--cases", type=int, default=100, help="held-out cases per pack")
+    parser.add_argument("--synthetic", action="store_true", help="also the synthetic sampler check")
+    parser.add_argument("--cov-reps", type=int, default=200, help="populations per synthetic cell")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = BASE_ENV["LITELLM_LOCAL_MODEL_COST_MAP"]
-    if args.coverage_only:
-        coverage_report(args.cov_reps)
-        return
-
-    from tauproxy.domain.pack import load_pack
-    from tauproxy.engine.llm_config import LLMConfig
-    from tauproxy.runner.config import RunConfig
     from tauproxy.runner.estimate import estimate
     from tauproxy.runner.run import execute
 
     print_machine("estimate_error")
     tmp = workdir("estimate", args.keep)
-    _, url = start_stub()
-    prices = tmp / "prices.json"
-    prices.write_text(json.dumps(PRICES))
-
-    agent = LLMConfig(model="openai/stub", args={"api_base": url, "api_key": "sk-x", "num_retries": 0})
-    full = RunConfig(
-        domain="airline",
-        agent=agent,
-        user=LLMConfig(model="scripted/user"),
-        num_trials=args.trials,
-        prices=prices,
-        save_to=tmp / "full",
-    )
-    task_ids = [task.id for task in load_pack("airline").tasks]
-    pilot_n = max(1, math.ceil(0.1 * len(task_ids)))
-
-    started = time.perf_counter()
-    outcome = execute(full)
-    actual, actual_calls = live_cost(outcome.results)
-    print(
-        f"full run: {len(task_ids)} tasks x {args.trials} trials, {actual_calls} live calls, "
-        f"actual cost ${actual:.6f}, {time.perf_counter() - started:.1f} s"
-    )
-
-    pilots = {
-        "first10%": full.model_copy(update={"num_tasks": pilot_n, "save_to": tmp / "pilot-first"}),
-        "every10th": full.model_copy(update={"task_ids": task_ids[::10][:pilot_n], "save_to": tmp / "pilot-stride"}),
-    }
-    for name, config in pilots.items():
-        pilot_cost, pilot_calls = live_cost(execute(config).results)
-        print(f"pilot {name}: {pilot_n} tasks x {args.trials} trials, {pilot_calls} live calls, ${pilot_cost:.6f}")
-
-    plan = full.model_copy(update={"save_to": None})
-    results = {}
-    for name, config in [*pilots.items(), ("prior", None)]:
-        history = [config.save_to] if config is not None else []
-        p50s, p90s, secs = [], [], []
-        seeds = range(args.reps) if config is not None else range(1)  # the prior is deterministic
-        for seed in seeds:
-            started = time.perf_counter()
-            est = estimate(plan, history=history, cassette=None, seed=seed)
-            secs.append(time.perf_counter() - started)
-            p50s.append(est.live_cost_p50)
-            p90s.append(est.live_cost_p90)
-        p50, p90 = median(p50s), median(p90s)
-        calls = {role: round(r.calls_p50) for role, r in est.roles.items()}
-        results[name] = p50
-        own = "" if est.p90_coverage is None else f", own p90 coverage {est.p90_coverage:.2f} ({est.coverage_of})"
+    recorded = {}
+    covered_ok = True
+    for domain in DOMAINS:
+        started = time.perf_counter()
+        config = config_for(domain, AGENT, args.trials, tmp / f"run-{domain}", tmp / f"cassette-{domain}")
+        results = execute(config).results
+        recorded[domain] = results
+        calls = sum(len(sim.calls) for sim in results.simulations)
         print(
-            f"estimate from {name:9s}: p50 ${p50:.6f} (seeds {[f'{v:.6f}' for v in p50s]}), p90 ${p90:.6f}, "
-            f"error of p50 {100 * (p50 - actual) / actual:+.1f}%, actual <= p90: {actual <= p90}, "
-            f"calls p50 {calls}, confidence {est.confidence!r}{own}, estimate time {spread(secs)}",
+            f"recorded {domain}: {len(results.simulations)} trials, {calls} calls, "
+            f"${sum(trial_costs(results).values()):.4f} ({time.perf_counter() - started:.1f} s)",
             flush=True,
         )
+        # The first 10 tasks' trials: the probe replays each planned trial, as long as the run took.
+        plan = config.model_copy(update={"save_to": None, "num_tasks": 10})
+        calls = sum(len(sim.calls) for sim in results.simulations if sim.task_id in first_tasks(domain, 10))
+        for history in ([], [tmp / f"run-{domain}"]):
+            est = estimate(plan, history, plan.cassette)
+            live = sum(role.calls_p90 for role in est.roles.values())
+            ok = live == 0 and est.live_cost_p50 == 0 and est.live_cost_p90 == 0 and est.replayed_calls == calls
+            covered_ok &= ok
+            print(
+                f"  covered plan, {'history' if history else 'prior'}: live calls p90 {live:.0f}, live cost p50 "
+                f"${est.live_cost_p50} p90 ${est.live_cost_p90}, replayed {est.replayed_calls} of {calls} calls "
+                f"(saves ${est.replayed_cost:.4f}) {'PASS' if ok else 'FAIL'}",
+                flush=True,
+            )
 
-    coverage_report(args.cov_reps)
+    print("\nno-history prior against the actual cost (every task x 2 trials):")
+    print("| pack | agent | prior p50 | actual | prior / actual |")
+    print("| --- | --- | --- | --- | --- |")
+    ratios: dict[str, list[float]] = {}
+    for domain in DOMAINS:
+        for agent in (AGENT, *OTHER_AGENTS):
+            prior, actual = prior_ratio(domain, agent, tmp, recorded[domain] if agent == AGENT else None)
+            ratios.setdefault(agent, []).append(prior / actual)
+            print(f"| {domain} | `{agent}` | ${prior:.4f} | ${actual:.4f} | {prior / actual:.2f} |", flush=True)
 
-    err = (results["first10%"] - actual) / actual
-    prior_err = (results["prior"] - actual) / actual
+    print(f"\np90 coverage on held-out runs ({args.cases} cases a pack, {AGENT}):")
+    print("| pack | cases | unseen tasks: covered | new trials: covered | p50 error, median (min, max) |")
+    print("| --- | --- | --- | --- | --- |")
+    every = []
+    for domain in DOMAINS:
+        started = time.perf_counter()
+        cases = held_out_cases(domain, recorded[domain], args.trials, args.cases, seed=len(domain))
+        every += cases
+        by_kind = {
+            kind: float(np.mean([actual <= p90 for k, actual, _, p90 in cases if k == kind]))
+            for kind in ("unseen tasks", "new trials")
+        }
+        errors = [(p50 - actual) / actual for _, actual, p50, _ in cases]
+        print(
+            f"| {domain} | {len(cases)} | {by_kind['unseen tasks']:.3f} | {by_kind['new trials']:.3f} | "
+            f"{100 * float(np.median(errors)):+.1f}% ({100 * min(errors):+.1f}%, {100 * max(errors):+.1f}%) | "
+            f"({time.perf_counter() - started:.1f} s)",
+            flush=True,
+        )
+    coverage = float(np.mean([actual <= p90 for _, actual, _, p90 in every]))
     print(
-        f"RATIO estimate_error: ours/theirs = {results['first10%'] / actual:.3f} (goal: within 25%, i.e. "
-        f"0.75-1.25; p50 from the first-10% pilot ${results['first10%']:.6f} vs actual ${actual:.6f}: "
-        f"{100 * err:+.1f}% {'PASS' if abs(err) <= 0.25 else 'FAIL'}; no-history prior {100 * prior_err:+.1f}%)"
+        f"\nRATIO estimate_covered_plan: live calls and $ of a plan the cassette holds = 0 on every pack, "
+        f"with and without history: {'PASS' if covered_ok else 'FAIL'}"
     )
+    print(
+        f"RATIO estimate_p90_coverage: covered/cases = {coverage:.3f} over {len(every)} held-out cases "
+        f"(goal >= 0.90): {'PASS' if coverage >= 0.9 else 'FAIL'}"
+    )
+    goal = [r for agent in (AGENT, OTHER_AGENTS[0]) for r in ratios[agent]]
+    within_1_5x = min(goal) >= 1 / 1.5 and max(goal) <= 1.5
+    sloppy = ratios[OTHER_AGENTS[1]]
+    print(
+        f"RATIO estimate_prior: prior/actual = {min(goal):.2f}-{max(goal):.2f} over every pack for {AGENT} and "
+        f"{OTHER_AGENTS[0]} (goal within 1.5x, i.e. 0.67-1.5): {'PASS' if within_1_5x else 'FAIL'}; "
+        f"for {OTHER_AGENTS[1]} (half its actions slip, trials end early) {min(sloppy):.2f}-{max(sloppy):.2f}"
+    )
+    if args.synthetic:
+        from estimate_synthetic import coverage_report
+
+        coverage_report(args.cov_reps)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from tauproxy.reports.grid import GridCell
 from tauproxy.reports.html_assets import CSP, SCRIPT, STYLE
 from tauproxy.reports.html_trajectory import CHECK, trajectory_section
 from tauproxy.reports.markup import cell, element, money, row, section, table
+from tauproxy.reports.paired import INTERVAL_NAMES
 from tauproxy.reports.summary import ReportSummary
 from tauproxy.reports.svg import CostGroup, cost_chart, pass_hat_k_chart
 
@@ -171,7 +172,7 @@ def _comparison(report: SideBySide) -> str:
         matched = f"; trials matched by seed in {found.seed_paired_tasks} tasks" if found.seed_paired_tasks else ""
         facts = (
             f"{found.tasks} common tasks, at least {found.trials_per_task} trials each{matched}. "
-            f"Intervals: paired percentile bootstrap over tasks ({found.resamples} resamples, seed "
+            f"Intervals: {INTERVAL_NAMES[found.interval]} ({found.resamples} resamples, seed "
             f"{found.seed}). Exact sign-flip test of pass^1: p = {found.test.p_value:.4g} "
             f"({found.test.nonzero_tasks} tasks differ)."
         )

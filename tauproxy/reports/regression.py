@@ -29,7 +29,14 @@ from pydantic import BaseModel
 from tauproxy.data_model.result import Results, SimulationRun
 from tauproxy.errors import ConfigError
 from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, task_counts
-from tauproxy.reports.paired import DEFAULT_BOOTSTRAP, PairedComparison, mean_trial_cost, paired_comparison
+from tauproxy.reports.paired import (
+    DEFAULT_BOOTSTRAP,
+    PAIRED_INTERVAL,
+    IntervalMethod,
+    PairedComparison,
+    mean_trial_cost,
+    paired_comparison,
+)
 
 METRICS = ("pass^1", "pass^k", "avg_reward")
 # Floating-point slack so that a drop of exactly --max-drop (0.3 - 0.2 = 0.09999…) is not "more than".
@@ -100,13 +107,14 @@ def compare_scores(
     seed: int = 0,
     match_seeds: bool = True,
     resamples: int = DEFAULT_BOOTSTRAP,
-    expand: bool = False,
+    interval: IntervalMethod = PAIRED_INTERVAL,
     advise: bool = True,
 ) -> ScoreComparison:
     """Compare `run` with `baseline` on their common tasks: bad, good or undecided against `max_drop`.
 
-    `match_seeds`, `resamples` and `expand` go to `paired_comparison` (workflows/sequential.py keeps
-    every trial, draws more resamples for its wider intervals and widens them for few tasks);
+    `match_seeds`, `resamples` and `interval` go to `paired_comparison` (workflows/sequential.py keeps
+    every trial and draws more resamples for its wider intervals; bench/check_calibration.py measures
+    each interval method);
     `advise=False` leaves out the more-trials advice (that loop adds the trials itself)."""
     check_metric(metric)
     if not 0.0 < confidence < 1.0:
@@ -151,7 +159,7 @@ def compare_scores(
         seed=seed,
         match_seeds=match_seeds,
         resamples=resamples,
-        expand=expand,
+        interval=interval,
     )
     if paired is None:  # unreachable after the checks above; kept for the type checker
         result.reason = "no common task to compare"

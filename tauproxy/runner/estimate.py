@@ -2,7 +2,10 @@
 
 1. Cassette (exact): each planned trial is replayed against the cassette until its first miss, by
    the runner's own trial function (so a tau2/ domain's trial runs τ²-bench's engine, as in `run`).
-   Those calls will be served from the cassette, with their recorded usage.
+   Those calls will be served from the cassette, with their recorded usage. A trial that replays to
+   its end without a miss is covered: it predicts no live call and $0, whatever the history or the
+   prior says (steps 2 and 3 price only the trials, and the parts of trials, the cassette misses).
+   A trial that misses at call s goes on live from there, at least that one call.
 2. History (statistical): the rest of each trial is drawn from earlier runs of the domain — the
    same task's trials when the history has it; for a task it never saw, another task's trials
    rescaled to a size drawn from the predictive of task sizes (`_TwoLevel` says how and why) — with
@@ -12,8 +15,8 @@
    and the estimate reports the share of halvings its p90 covered. A history run is anything
    `report` reads: a tauproxy run gives its call records; a τ²-bench file, which keeps none, gives
    the calls its messages show (their usage).
-3. No history: a prior from the sizes of the policy, tools and instructions and a turns-per-task
-   prior, labelled low-confidence.
+3. No history: a prior from the sizes of the policy, tools and instructions and calls per trial from
+   each task's expected actions, labelled low-confidence.
 """
 
 from __future__ import annotations
@@ -41,8 +44,19 @@ ROLES: tuple[CallRole, ...] = ("agent", "user", "judge")
 DRAWS = 4000
 # Relative tokens per character by tokeniser family; history is rescaled when the family changes.
 TOKENISER_FAMILIES = {"openai": 1.0, "anthropic": 1.12, "gemini": 0.95, "mistral": 1.08, "local": 1.05, "scripted": 1.0}
-PRIOR_CALLS_PER_TRIAL = {"agent": 8.0, "user": 4.0}
+# The no-history prior's calls per trial, from the task's expected actions (its evaluation criteria):
+# the agent makes one call per action it takes, one per action it talks the user through (dual
+# control) and one to answer; the user opens, confirms and ends (PRIOR_USER_TURNS) and makes one call
+# per action of its own, plus the turns the agent's guidance costs. Set against every shipped pack in
+# bench/estimate_error.py, where the prior's cost is within 1.5x of the actual (bench/README.md).
+PRIOR_AGENT_CALLS_PER_AGENT_ACTION = 1.0
+PRIOR_AGENT_CALLS_PER_USER_ACTION = 0.8
+PRIOR_AGENT_CALLS_EXTRA = 1.0
+PRIOR_USER_TURNS = 2.0
+PRIOR_USER_CALLS_PER_USER_ACTION = 1.5
 PRIOR_COMPLETION_TOKENS = {"agent": 80, "user": 30, "judge": 60}
+# Tokens a turn adds to the conversation that every later call carries.
+PRIOR_TOKENS_PER_TURN = 60
 
 
 def tokeniser_family(model: str) -> str:
@@ -89,23 +103,59 @@ class Estimate:
     coverage_of: str = ""
 
 
+@dataclass(frozen=True)
+class ReplayedCall:
+    role: CallRole
+    usage: Usage
+    model: str
+
+
+@dataclass
+class CassettePrefix:
+    """What the cassette serves of one planned trial: its calls up to the first miss, and the role of
+    the call that missed (None: the trial replays to its end, so it is covered and costs nothing live)."""
+
+    hits: list[ReplayedCall] = field(default_factory=list)
+    missed: CallRole | None = None
+
+    @property
+    def covered(self) -> bool:
+        return self.missed is None
+
+    def hits_of(self, role: CallRole) -> int:
+        return sum(1 for hit in self.hits if hit.role == role)
+
+
+Prefixes = dict[str, CassettePrefix]
+
+
+def prefix_of(prefixes: Prefixes, spec: TrialSpec) -> CassettePrefix:
+    """The trial's prefix; a trial with no cassette to replay from goes live from its first call."""
+    return prefixes.get(spec.run_id) or CassettePrefix(missed="agent")
+
+
 @dataclass
 class _Probe:
     """Replays one trial against the cassette, counting hits, until the first miss."""
 
     inner: Transport
-    hits: list[tuple[CallRole, Usage, str]] = field(default_factory=list)
+    prefix: CassettePrefix = field(default_factory=CassettePrefix)
 
     def complete(self, call: ModelCall) -> Completion:
-        completion = self.inner.complete(call)
-        self.hits.append((call.role, completion.usage, call.model))
+        try:
+            completion = self.inner.complete(call)
+        except ReplayMissError:
+            self.prefix.missed = call.role
+            raise
+        self.prefix.hits.append(ReplayedCall(call.role, completion.usage, call.model))
         return completion
 
     def close(self) -> None:
         return None
 
 
-def replayable_prefixes(run: PreparedRun, cassette: Path | None) -> dict[str, list[tuple[CallRole, Usage, str]]]:
+def replayable_prefixes(run: PreparedRun, cassette: Path | None) -> Prefixes:
+    """Per planned trial (by run id), what the cassette serves of it; {} without a cassette."""
     if cassette is None or not (cassette / "calls.jsonl").exists():
         return {}
     from tauproxy.proxy.modes import RecordMode
@@ -119,7 +169,7 @@ def replayable_prefixes(run: PreparedRun, cassette: Path | None) -> dict[str, li
             probe = _Probe(replay)
             with contextlib.suppress(ReplayMissError):  # the first miss ends the exact part of the trial
                 run_trial(spec, run.pack, run.config, probe, run.pricing)
-            prefixes[spec.run_id] = probe.hits
+            prefixes[spec.run_id] = probe.prefix
     finally:
         replay.close()
     return prefixes
@@ -181,23 +231,22 @@ def estimate(config: RunConfig, history: list[Path], cassette: Path | None, seed
     past = history_trials(history)
     result = _from_history(run.specs, past, prefixes, coster, seed) if past else _from_prior(run, prefixes, coster)
     result.price_source = run.pricing.source
-    result.unknown_price_models = sorted(coster.unknown)
-    if coster.unknown:
+    covered = all(prefix_of(prefixes, spec).covered for spec in run.specs)
+    # A plan the cassette covers costs $0 live whatever the prices: nothing of it is priced.
+    result.unknown_price_models = [] if covered else sorted(coster.unknown)
+    if result.unknown_price_models:
         result.live_cost_p50 = result.live_cost_p90 = None
     return result
 
 
-def _replayed(prefixes: dict[str, list[tuple[CallRole, Usage, str]]], coster: _Coster, est: Estimate) -> None:
-    for hits in prefixes.values():
-        for role, usage, model in hits:
-            cost = coster.pricing.cost(model, usage).usd or 0.0
-            est.roles.setdefault(role, RoleEstimate()).replayed_calls += 1
-            est.roles[role].replayed_cost += cost
+def _replayed(prefixes: Prefixes, coster: _Coster, est: Estimate) -> None:
+    for prefix in prefixes.values():
+        for hit in prefix.hits:
+            cost = coster.pricing.cost(hit.model, hit.usage).usd or 0.0
+            est.roles.setdefault(hit.role, RoleEstimate()).replayed_calls += 1
+            est.roles[hit.role].replayed_cost += cost
             est.replayed_calls += 1
             est.replayed_cost += cost
-
-
-Prefixes = dict[str, list[tuple[CallRole, Usage, str]]]
 
 
 COVERAGE_CHECKS = 40
@@ -219,6 +268,14 @@ class _TwoLevel:
     task seen, and the mean of a few skewed sizes (costs are skewed) is mostly too low, so a bootstrap
     p90 covered 65-81% (bench/README.md); the predictive adds the pilot's own sampling error and the
     tail. Without usable sizes (fewer than 2 tasks, a size of 0) the stand-in's trials are kept as they are.
+
+    Trial noise. Resampling a task's own n trials spreads a planned trial by (n - 1) / n of the trial
+    variance (half of it with 2 trials a task) and takes the task's mean as exact, so on held-out runs
+    a p90 for new trials of seen tasks covered 74-82% (bench/estimate_error.py). With usable sizes, a
+    planned trial's size is therefore its task's size times a residual drawn from every history task's
+    trial / task-mean ratios, each widened about 1 by sqrt(n / (n - 1)) for its task's n trials; a seen
+    task's size is its mean times the mean of n such residuals per draw (the error of a mean of n
+    trials), shared by its planned trials. The drawn trial is kept for how its size splits into roles.
     """
 
     def __init__(
@@ -235,8 +292,11 @@ class _TwoLevel:
             for task in self.tasks
         ]
         self.position = {task: i for i, task in enumerate(self.tasks)}
-        self._stand_ins: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._stand_ins: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+        self._shifts: dict[int, np.ndarray] = {}
         self.task_sizes: np.ndarray | None = None
+        self.sizes, self.residuals = sizes, _residuals(members, sizes)
+        self.means = None if sizes is None else np.array([float(np.mean(sizes[members[t]])) for t in self.tasks])
         if sizes is not None and len(self.tasks) >= 2:
             task_sizes = np.array([float(np.mean(sizes[members[task]])) for task in self.tasks])
             # Equal sizes give sigma 0: the rescale would be 1 up to rounding, so it is left out.
@@ -253,34 +313,99 @@ class _TwoLevel:
         own = self.position.get(task_id)
         if own is not None:
             pool = self.level2[own]
-            return pool[rows, self.rng.integers(0, pool.shape[1], size=self.draws)], np.ones(self.draws)
-        stand_in = self._stand_ins.get(task_id)
-        if stand_in is None:
-            chosen = self.level1[rows, self.rng.integers(0, len(self.tasks), size=self.draws)]
-            scale = np.ones(self.draws)
-            if self.task_sizes is not None:
-                drawn = np.exp(self.mu + self.sigma * self.rng.standard_normal(self.draws))
-                scale = drawn / self.task_sizes[chosen]
-            stand_in = self._stand_ins[task_id] = (chosen, scale)
-        chosen, scale = stand_in
+            picks = pool[rows, self.rng.integers(0, pool.shape[1], size=self.draws)]
+            if self.residuals is None or self.means is None:
+                return picks, np.ones(self.draws)
+            size = self.task_size(task_id)
+            assert size is not None
+            return picks, self._rescale(picks, size)
+        chosen, drawn = self._stand_in(task_id)
         picks = np.empty(self.draws, dtype=np.int64)
         for task in np.unique(chosen):
             where = np.nonzero(chosen == task)[0]
             pool = self.level2[int(task)]
             picks[where] = pool[where, self.rng.integers(0, pool.shape[1], size=len(where))]
-        return picks, scale
+        if drawn is None:
+            return picks, np.ones(self.draws)
+        if self.residuals is None:
+            assert self.task_sizes is not None
+            return picks, drawn / self.task_sizes[chosen]
+        return picks, self._rescale(picks, drawn)
+
+    def task_size(self, task_id: str) -> np.ndarray | None:
+        """Per draw, the size of `task_id` that all its planned trials share; None without sizes."""
+        own = self.position.get(task_id)
+        if own is None:
+            return self._stand_in(task_id)[1]
+        if self.residuals is None or self.means is None:
+            return None
+        shift = self._shifts.get(own)
+        if shift is None:
+            trials = self.level2[own].shape[1]
+            shift = self._shifts[own] = self._residual((self.draws, trials)).mean(axis=1)
+        size: np.ndarray = self.means[own] * shift
+        return size
+
+    def _stand_in(self, task_id: str) -> tuple[np.ndarray, np.ndarray | None]:
+        """For a task the history never saw: per draw, its stand-in history task and drawn size."""
+        stand_in = self._stand_ins.get(task_id)
+        if stand_in is None:
+            rows = np.arange(self.draws)
+            chosen = self.level1[rows, self.rng.integers(0, len(self.tasks), size=self.draws)]
+            drawn = None
+            if self.task_sizes is not None:
+                drawn = np.exp(self.mu + self.sigma * self.rng.standard_normal(self.draws))
+            stand_in = self._stand_ins[task_id] = (chosen, drawn)
+        return stand_in
+
+    def _residual(self, shape: tuple[int, ...]) -> np.ndarray:
+        assert self.residuals is not None
+        return self.residuals[self.rng.integers(0, len(self.residuals), size=shape)]
+
+    def _rescale(self, picks: np.ndarray, task_size: np.ndarray) -> np.ndarray:
+        """The factor that takes each picked trial to its task's size times a fresh residual."""
+        assert self.sizes is not None
+        picked = self.sizes[picks]
+        target = task_size * self._residual((self.draws,))
+        return np.where(picked > 0, target / np.where(picked > 0, picked, 1.0), 1.0)
+
+
+def _residuals(members: dict[str, list[int]], sizes: np.ndarray | None) -> np.ndarray | None:
+    """Every trial's size over its task's mean, widened about 1 by sqrt(n / (n - 1)) for the task's n
+    trials (tasks of 2+ trials and a positive mean); None when there is none."""
+    if sizes is None:
+        return None
+    pooled: list[np.ndarray] = []
+    for indices in members.values():
+        values = sizes[indices]
+        mean = float(values.mean())
+        if len(indices) >= 2 and mean > 0:
+            pooled.append(1.0 + (values / mean - 1.0) * np.sqrt(len(indices) / (len(indices) - 1)))
+    if not pooled:
+        return None
+    residuals: np.ndarray = np.clip(np.concatenate(pooled), 0.0, None)  # a trial's size is never negative
+    return residuals
 
 
 def _from_history(
-    specs: list[TrialSpec], past: list[_PastTrial], prefixes: Prefixes, coster: _Coster, seed: int
+    specs: list[TrialSpec],
+    past: list[_PastTrial],
+    prefixes: Prefixes,
+    coster: _Coster,
+    seed: int,
+    self_check: bool = True,
 ) -> Estimate:
+    """The estimate from history; `self_check` adds the p90's coverage on halvings of the history."""
     rng = np.random.default_rng(seed)
     # replayed-prefix length -> (past, roles, 3): calls, tokens, cost
     tables: dict[int, np.ndarray] = {0: np.array([_trial_totals(trial, 0, coster) for trial in past])}
     sampler = _TwoLevel(past, DRAWS, rng, sizes=tables[0][:, :, 1].sum(axis=1))  # a trial's size: its tokens
     totals = {role: np.zeros((DRAWS, 3)) for role in ROLES}
     for spec in specs:
-        skip = len(prefixes.get(spec.run_id, []))
+        prefix = prefix_of(prefixes, spec)
+        if prefix.covered:  # replays to its end: nothing of it goes live
+            continue
+        skip = len(prefix.hits)
         if skip not in tables:
             tables[skip] = np.array([_trial_totals(trial, skip, coster) for trial in past])
         picks, scale = sampler.picks(spec.task.id)
@@ -305,7 +430,8 @@ def _from_history(
     # Tokens when a price is unknown or every price is zero (scripted, local): cost would say nothing.
     column = 1 if coster.unknown or not table[:, :, 2].any() else 2
     est.coverage_of = "tokens" if column == 1 else "cost"
-    est.p90_coverage, est.coverage_checks = p90_coverage(past, table[:, :, column].sum(axis=1), seed)
+    if self_check:
+        est.p90_coverage, est.coverage_checks = p90_coverage(past, table[:, :, column].sum(axis=1), seed)
     return est
 
 
@@ -334,8 +460,11 @@ def p90_coverage(
 
 
 def _trial_totals(trial: _PastTrial, skip: int, coster: _Coster) -> list[list[float]]:
+    """calls, tokens and cost per role of `trial` past its first `skip` calls. A planned trial that
+    missed at call `skip` makes at least that call live: a history trial no longer than `skip` gives
+    its last call for it."""
     rows = {role: [0.0, 0.0, 0.0] for role in ROLES}
-    for call in trial.calls[skip:]:
+    for call in trial.calls[min(skip, len(trial.calls) - 1) if skip else 0 :]:
         tokens, cost = coster.call(call)
         row = rows[call.role]
         row[0] += 1
@@ -344,27 +473,32 @@ def _trial_totals(trial: _PastTrial, skip: int, coster: _Coster) -> list[list[fl
     return [rows[role] for role in ROLES]
 
 
-def _from_prior(run: PreparedRun, prefixes: dict[str, list[tuple[CallRole, Usage, str]]], coster: _Coster) -> Estimate:
-    """Without history: sizes of what every call carries, times a turns-per-task prior."""
+def _from_prior(run: PreparedRun, prefixes: Prefixes, coster: _Coster) -> Estimate:
+    """Without history: sizes of what every call carries, times calls per trial from the task's
+    expected actions."""
     pack = run.pack
-    tools_chars = sum(len(t.model_dump_json()) for t in pack.agent_tool_schemas)
-    agent_fixed = (len(run.config.agent_prompt.render(pack.policy)) + tools_chars) / 4
+    agent_tools = sum(len(t.model_dump_json()) for t in pack.agent_tool_schemas)
+    user_tools = sum(len(t.model_dump_json()) for t in pack.user_tool_schemas)
+    agent_fixed = (len(run.config.agent_prompt.render(pack.policy)) + agent_tools) / 4
     est = Estimate(
         trials=len(run.specs),
         confidence="low (no history: size-based prior)",
-        basis="policy, tool and instruction sizes with a turns-per-task prior",
+        basis="policy, tool and instruction sizes with calls per trial from each task's expected actions",
     )
     grand50 = grand90 = 0.0
     for role in ROLES:
         calls = prompt_tokens = 0.0
         for spec in run.specs:
-            skip = sum(1 for hit in prefixes.get(spec.run_id, []) if hit[0] == role)
-            n = PRIOR_CALLS_PER_TRIAL.get(role, 1.0 if _has_nl(spec) else 0.0)
-            fixed = agent_fixed if role == "agent" else len(spec.task.user_scenario.render()) / 4 + 200
-            live_n = max(0.0, n - skip)
+            prefix = prefix_of(prefixes, spec)
+            if prefix.covered:  # replays to its end: nothing of it goes live
+                continue
+            n = prior_calls(spec)[role]
+            fixed = agent_fixed if role == "agent" else (len(spec.task.user_scenario.render()) + user_tools) / 4 + 200
+            live_n = max(1.0 if prefix.missed == role else 0.0, n - prefix.hits_of(role))
             calls += live_n
             # The conversation grows each turn: on average half the final length rides along.
-            prompt_tokens += live_n * (fixed + 60 * n / 2)
+            turns = sum(prior_calls(spec).values())
+            prompt_tokens += live_n * (fixed + PRIOR_TOKENS_PER_TURN * turns / 2)
         completion_tokens = calls * PRIOR_COMPLETION_TOKENS[role]
         cost = _prior_cost(coster, role, prompt_tokens, completion_tokens)
         tokens = prompt_tokens + completion_tokens
@@ -377,6 +511,21 @@ def _from_prior(run: PreparedRun, prefixes: dict[str, list[tuple[CallRole, Usage
     est.live_cost_p50, est.live_cost_p90 = grand50, grand90
     _replayed(prefixes, coster, est)
     return est
+
+
+def prior_calls(spec: TrialSpec) -> dict[CallRole, float]:
+    """The prior's calls per trial of `spec`'s task, by role (see PRIOR_AGENT_CALLS_PER_AGENT_ACTION)."""
+    criteria = spec.task.evaluation_criteria
+    actions = criteria.actions if criteria and criteria.actions else []
+    by_user = sum(1 for action in actions if action.requestor == "user")
+    by_agent = len(actions) - by_user
+    return {
+        "agent": PRIOR_AGENT_CALLS_PER_AGENT_ACTION * by_agent
+        + PRIOR_AGENT_CALLS_PER_USER_ACTION * by_user
+        + PRIOR_AGENT_CALLS_EXTRA,
+        "user": PRIOR_USER_TURNS + PRIOR_USER_CALLS_PER_USER_ACTION * by_user,
+        "judge": 1.0 if _has_nl(spec) else 0.0,
+    }
 
 
 def _has_nl(spec: TrialSpec) -> bool:

@@ -30,7 +30,7 @@ and the estimand is a mean over the compared tasks whose rates sharpen unevenly 
 to the uncertain tasks). A stream over trials would count them as independent, as McNemar does.
 
 What it rests on: each look's interval is check's paired bootstrap over tasks, widened for the
-number of tasks (Student's t instead of the normal, reports/paired.py `expand`): the plain
+number of tasks (Student's t instead of the normal, reports/paired.py `IntervalMethod.EXPANDED`): the plain
 percentile interval covers 93-95% at 95% with 60 tasks (bench/README.md) and much less with a dozen,
 which the looks would compound. And a task's pass rate after extra trials chosen from the data is a
 slightly biased estimate. The test
@@ -43,6 +43,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from tauproxy.data_model.result import Results
+from tauproxy.reports.paired import IntervalMethod
 from tauproxy.reports.regression import ScoreComparison, compare_scores
 
 # Looks planned: the first run and four rounds of more trials (with doubling rounds, 4 -> 64 trials
@@ -85,6 +86,6 @@ def judge_look(
         seed=seed,
         match_seeds=False,
         resamples=LOOK_RESAMPLES,
-        expand=True,
+        interval=IntervalMethod.EXPANDED,
         advise=False,
     )

@@ -11,7 +11,7 @@ from conftest import invoke_cli
 from paired_support import results_of
 
 BASE = {"a": [1, 1, 0, 1], "b": [0, 1, 1, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 0]}
-NOISY = {"a": [1, 0, 0, 1], "b": [0, 1, 0, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 1]}
+NOISY = {"a": [1, 0, 0, 1], "b": [0, 1, 0, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 0]}
 
 
 def write(path: Path, rewards: dict[str, list[int]], **kwargs: Any) -> Path:

@@ -48,7 +48,7 @@ def test_small_noisy_difference_on_few_tasks_is_undecided_and_says_what_would_de
         {"a": [1, 1, 0, 1], "b": [0, 1, 1, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 0]}, seed0=100, cost=0.02
     )
     cand = results_of(
-        {"a": [1, 0, 0, 1], "b": [0, 1, 0, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 1]},
+        {"a": [1, 0, 0, 1], "b": [0, 1, 0, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 0]},
         agent="other",
         seed0=500,
         cost=0.03,
@@ -63,7 +63,7 @@ def test_small_noisy_difference_on_few_tasks_is_undecided_and_says_what_would_de
     assert "more trial(s) per task" in result.reason
     # An unknown price makes the cost unknown, never $0.
     unpriced = results_of(
-        {"a": [1, 0, 0, 1], "b": [0, 1, 0, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 1]},
+        {"a": [1, 0, 0, 1], "b": [0, 1, 0, 0], "c": [1, 0, 1, 1], "d": [1, 1, 1, 0]},
         agent="other",
         seed0=500,
         cost=None,

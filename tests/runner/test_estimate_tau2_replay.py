@@ -50,6 +50,11 @@ def test_planned_tau2_trials_replay_against_the_cassette(tmp_path: Path, stub) -
     result = estimate(planned, history=[], cassette=planned.cassette)
     assert result.replayed_calls == sum(by_role.values())
     assert {role: row.replayed_calls for role, row in result.roles.items() if row.replayed_calls} == dict(by_role)
+    # Covered to the end: no live call and $0 predicted, from the prior and from history alike.
+    with_history = estimate(planned, history=[tmp_path / "run"], cassette=planned.cassette)
+    for covered in (result, with_history):
+        assert sum(row.calls_p90 for row in covered.roles.values()) == 0
+        assert covered.live_cost_p50 == covered.live_cost_p90 == 0
 
     # A trial the cassette never saw (a third seed) replays nothing: only the recorded ones count.
     more = estimate(config(tmp_path, "http://127.0.0.1:9/v1", trials=3), history=[], cassette=planned.cassette)

@@ -44,16 +44,32 @@ def test_unseen_tasks_spread_includes_the_pilots_task_sampling_error() -> None:
 def test_trials_of_one_unseen_task_share_its_stand_in() -> None:
     past, values = pilot(tasks=5, trials=3, seed=5)
     sampler = _TwoLevel(past, 500, np.random.default_rng(6), sizes=values)
-    first, scale1 = sampler.picks("new")
-    second, scale2 = sampler.picks("new")
-    assert ([past[i].task_id for i in first] == [past[i].task_id for i in second]) and (scale1 == scale2).all()
+    size = sampler.task_size("new")
+    first, _ = sampler.picks("new")
+    second, _ = sampler.picks("new")
+    assert [past[i].task_id for i in first] == [past[i].task_id for i in second]
+    assert size is not None and (sampler.task_size("new") == size).all()  # one drawn size for all its trials
     other, _ = sampler.picks("other")
     assert [past[i].task_id for i in other] != [past[i].task_id for i in first]
 
 
 def test_seen_tasks_draw_from_their_own_trials() -> None:
     past, values = pilot(tasks=5, trials=3, seed=2)
-    picks, scale = _TwoLevel(past, 500, np.random.default_rng(3), sizes=values).picks("t4")
+    sampler = _TwoLevel(past, 4000, np.random.default_rng(3), sizes=values)
+    picks, scale = sampler.picks("t4")
+    assert {past[i].task_id for i in picks} == {"t4"}
+    # Rescaled to the task's size times a pooled trial residual: centred on the task's mean trial, and
+    # spread wider than its own 3 trials resampled (which hold (n - 1) / n of the trial variance).
+    own = values[[i for i, trial in enumerate(past) if trial.task_id == "t4"]]
+    planned = values[picks] * scale
+    assert abs(planned.mean() / own.mean() - 1) < 0.1
+    assert planned.std() > own.std()
+    assert (sampler.task_size("t4") == sampler.task_size("t4")).all()
+
+
+def test_without_sizes_seen_tasks_resample_their_own_trials() -> None:
+    past, _ = pilot(tasks=5, trials=3, seed=2)
+    picks, scale = _TwoLevel(past, 500, np.random.default_rng(3)).picks("t4")
     assert {past[i].task_id for i in picks} == {"t4"} and (scale == 1).all()
 
 
