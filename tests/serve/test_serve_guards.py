@@ -197,9 +197,9 @@ def test_replay_miss_is_404_with_the_reason_and_never_forwarded(guarded: Guarded
     recorded_upstream = guarded.stub.request_count
     server = start_replayer(guarded, tmp_path)
     try:
-        hit = httpx.post(server.url + "/chat/completions", json=chat("known"))
-        miss = httpx.post(server.url + "/chat/completions", json=chat("unknown"))
-        stats = httpx.get(server.root + "/stats").json()
+        hit = httpx.post(server.url + "/chat/completions", json=chat("known"), timeout=30)
+        miss = httpx.post(server.url + "/chat/completions", json=chat("unknown"), timeout=30)
+        stats = httpx.get(server.root + "/stats", timeout=30).json()
     finally:
         server.stop()
     assert hit.status_code == 200
@@ -246,7 +246,7 @@ def test_a_retry_after_a_failure_is_the_same_sample(guarded: Guarded, tmp_path: 
     assert (failed.status_code, retried.status_code) == (status, 200)
     replayer = start_replayer(guarded, tmp_path)
     try:
-        replayed = httpx.post(replayer.url + "/chat/completions", json=request)
+        replayed = httpx.post(replayer.url + "/chat/completions", json=request, timeout=30)
     finally:
         replayer.stop()
     assert replayed.status_code == 200, replayed.text
