@@ -182,32 +182,33 @@ def test_binds_loopback_by_default(guarded: Guarded) -> None:
         assert probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_replay_miss_is_404_with_the_reason_and_never_forwarded(tmp_path: Path) -> None:
-    from stub_upstream import StubUpstream
+def start_replayer(guarded: Guarded, directory: Path) -> ServeProcess:
+    """A fresh server in replay mode on the guarded server's cassette, where that one's answers were
+    recorded before it answered. Its upstream map routes to the stub: replay must still never go out."""
+    routes = {"gpt-stub": {"model": "openai/stub", "api_base": guarded.stub.url}}
+    upstream_map = write_upstream_map(directory / "replay-upstream.json", routes)
+    return start_serve(
+        "--cassette", str(guarded.cassette), "--record-mode", "replay", "--upstream-map", str(upstream_map)
+    )
 
-    with StubUpstream() as stub:
-        routes = write_upstream_map(tmp_path / "u.json", {"gpt-stub": {"model": "openai/stub", "api_base": stub.url}})
-        cassette = tmp_path / "cassette"
-        recorder = start_serve("--cassette", str(cassette), "--record-mode", "record", "--upstream-map", str(routes))
-        try:
-            assert httpx.post(recorder.url + "/chat/completions", json=chat("known")).status_code == 200
-        finally:
-            recorder.stop()
-        recorded_upstream = stub.request_count
-        server = start_serve("--cassette", str(cassette), "--record-mode", "replay", "--upstream-map", str(routes))
-        try:
-            hit = httpx.post(server.url + "/chat/completions", json=chat("known"))
-            miss = httpx.post(server.url + "/chat/completions", json=chat("unknown"))
-            stats = httpx.get(server.root + "/stats").json()
-        finally:
-            server.stop()
-        assert hit.status_code == 200
-        assert miss.status_code == 404
-        error = error_of(miss)
-        assert error["code"] == "tauproxy_replay_miss" and error["message"].startswith("replay miss:")
-        assert "nearest recorded call" in error["message"]
-        assert stub.request_count == recorded_upstream  # replay never goes out
-        assert (stats["hits"], stats["misses"], stats["live"]) == (1, 1, 0)
+
+def test_replay_miss_is_404_with_the_reason_and_never_forwarded(guarded: Guarded, tmp_path: Path) -> None:
+    assert guarded.http.post("/chat/completions", json=chat("known")).status_code == 200
+    recorded_upstream = guarded.stub.request_count
+    server = start_replayer(guarded, tmp_path)
+    try:
+        hit = httpx.post(server.url + "/chat/completions", json=chat("known"), timeout=30)
+        miss = httpx.post(server.url + "/chat/completions", json=chat("unknown"), timeout=30)
+        stats = httpx.get(server.root + "/stats", timeout=30).json()
+    finally:
+        server.stop()
+    assert hit.status_code == 200
+    assert miss.status_code == 404
+    error = error_of(miss)
+    assert error["code"] == "tauproxy_replay_miss" and error["message"].startswith("replay miss:")
+    assert "nearest recorded call" in error["message"]
+    assert guarded.stub.request_count == recorded_upstream  # replay never goes out
+    assert (stats["hits"], stats["misses"], stats["live"]) == (1, 1, 0)
 
 
 def test_hostile_bodies_get_json_400s_and_reach_nobody(guarded: Guarded) -> None:
@@ -235,26 +236,18 @@ def test_the_bearer_scheme_is_case_insensitive(guarded: Guarded) -> None:
 
 
 @pytest.mark.parametrize("status", [429, 503])
-def test_a_retry_after_a_failure_is_the_same_sample(tmp_path: Path, status: int) -> None:
+def test_a_retry_after_a_failure_is_the_same_sample(guarded: Guarded, tmp_path: Path, status: int) -> None:
     """A failed attempt gives its occurrence back: the retry is recorded as occurrence 0, so a fresh
     server in replay mode answers it (it missed before: the retry was filed as occurrence 1)."""
-    from stub_upstream import StubUpstream
-
-    with StubUpstream() as stub:
-        routes = write_upstream_map(tmp_path / "u.json", {"gpt-stub": {"model": "openai/stub", "api_base": stub.url}})
-        cassette = tmp_path / "cassette"
-        recorder = start_serve("--cassette", str(cassette), "--record-mode", "auto", "--upstream-map", str(routes))
-        try:
-            stub.configure(fail_status=status, fail_count=1)
-            failed = httpx.post(recorder.url + "/chat/completions", json=chat("retry me"))
-            retried = httpx.post(recorder.url + "/chat/completions", json=chat("retry me"))
-        finally:
-            recorder.stop()
-        assert (failed.status_code, retried.status_code) == (status, 200)
-        replayer = start_serve("--cassette", str(cassette), "--record-mode", "replay", "--upstream-map", str(routes))
-        try:
-            replayed = httpx.post(replayer.url + "/chat/completions", json=chat("retry me"))
-        finally:
-            replayer.stop()
-        assert replayed.status_code == 200, replayed.text
-        assert replayed.json()["choices"] == retried.json()["choices"]
+    request = chat(f"retry me after a {status}")
+    guarded.stub.configure(fail_status=status, fail_count=1)
+    failed = guarded.http.post("/chat/completions", json=request)
+    retried = guarded.http.post("/chat/completions", json=request)
+    assert (failed.status_code, retried.status_code) == (status, 200)
+    replayer = start_replayer(guarded, tmp_path)
+    try:
+        replayed = httpx.post(replayer.url + "/chat/completions", json=request, timeout=30)
+    finally:
+        replayer.stop()
+    assert replayed.status_code == 200, replayed.text
+    assert replayed.json()["choices"] == retried.json()["choices"]

