@@ -85,17 +85,27 @@ class FreshEnvironments:
                     key: (_exact(value[key]), pickle.dumps(record)) for key, record in getattr(db, name).items()
                 }
         self._idle: list[Any] = []
+        self._out: list[Any] = []
         self._dbs: dict[int, Any] = {}  # id(environment) -> the DB object it was built with
 
     def __call__(self, **kwargs: Any) -> Any:
+        """An environment as `fresh_environment(domain, **kwargs)` gives, out until released."""
         if self._idle and kwargs in ({}, {"solo_mode": False}):
-            return self._idle.pop()
-        env = fresh_environment(self._domain, **kwargs)
-        self._dbs[id(env)] = env.tools.db
+            env = self._idle.pop()
+        else:
+            env = fresh_environment(self._domain, **kwargs)
+            self._dbs[id(env)] = env.tools.db
+        self._out.append(env)
         return env
+
+    def release_all(self) -> None:
+        """Take back every environment still out (τ²'s evaluator builds two per call)."""
+        while self._out:
+            self.release(self._out[-1])
 
     def release(self, env: Any, dump: tuple[Any, Any] | None = None) -> None:
         """Take `env` back; `dump` is `dumps(env)` as it is now, if the caller already has it."""
+        self._out = [out for out in self._out if out is not env]
         db = self._dbs.pop(id(env), None)
         if not self._reusable or db is None or env.tools.db is not db or env.solo_mode:
             return
