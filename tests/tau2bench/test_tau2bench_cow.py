@@ -15,7 +15,6 @@ from pydantic import BaseModel
 pytest.importorskip("tau2")
 
 import cow_support as cow
-from tau2.utils import get_dict_hash
 
 from tauproxy.tau2bench.cow import CowDict, fast_copy
 
@@ -24,10 +23,12 @@ from tauproxy.tau2bench.cow import CowDict, fast_copy
 @pytest.mark.parametrize("domain", cow.DOMAINS)
 def test_forks_play_every_task_like_fresh_environments_and_hash_alike(domain: str) -> None:
     factory = cow.factory(domain)
+    fresh_environments = cow.fresh_environments(domain)
+    full_hash_of = cow.Tau2Hashes()  # τ²'s own hash, once per distinct DB state
     differing_pairs = 0
     for task in cow.tasks(domain):
         gold = cow.gold(task)
-        fresh = cow.play(cow.fresh_environment(domain), task, gold)
+        fresh = cow.play(fresh_environments(), task, gold)
         forks = {
             "all": cow.play(factory(), task, gold),
             "all_but_last": cow.play(factory(), task, gold[:-1]),
@@ -39,13 +40,14 @@ def test_forks_play_every_task_like_fresh_environments_and_hash_alike(domain: st
         dumps = {name: cow.dumps(env) for name, env in forks.items()}
         assert dumps["all"] == fresh_dump, task.id
         assert forks["all"].get_user_db_hash() == fresh.get_user_db_hash(), task.id
-        full = {name: cow.full_hash_of(dump) for name, dump in dumps.items()}
+        full = {name: full_hash_of(dump[0]) for name, dump in dumps.items()}
         fast = {name: env.get_db_hash() for name, env in forks.items()}
-        assert full["all"] == get_dict_hash(fresh_dump[0]), task.id
+        assert full["all"] == full_hash_of(fresh_dump[0]), task.id
         for a, b in itertools.combinations(forks, 2):
             assert (fast[a] == fast[b]) == (full[a] == full[b]), (task.id, a, b)
             differing_pairs += full[a] != full[b]
         assert full["read_only"] == full["none"], task.id
+        fresh_environments.release(fresh, fresh_dump)
     assert factory.base_unchanged()
     if domain in ("airline", "retail"):
         assert differing_pairs > 0  # the pairs above were not all trivially equal
@@ -67,6 +69,28 @@ def test_a_copied_db_is_a_fresh_load(domain: str) -> None:
     fresh = cow.play(cow.module(domain).get_environment(), task, cow.gold(task))
     assert cow.dumps(played) == cow.dumps(fresh)
     assert cow.dumps(cow.fresh_environment(domain)) == cow.dumps(loaded)  # playing left the copied-from DB alone
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", cow.DOMAINS)
+def test_a_released_environment_is_a_fresh_load(domain: str) -> None:
+    """The reuse in the every-task test: an environment given back after playing tasks is handed out
+    again dumping exactly (byte for byte) as a fresh load, and plays the next task as a fresh load does."""
+    loaded = cow.module(domain).get_environment()
+    environments = cow.fresh_environments(domain)
+    keeps_its_db = [t for t in cow.tasks(domain) if t.initial_state is None or not t.initial_state.initialization_data]
+    played = sorted(keeps_its_db, key=lambda t: len(cow.gold(t)))[-3:]  # τ²'s update_db replaces the DB
+    env = environments()
+    for task in played:
+        cow.play(env, task, cow.gold(task))
+    environments.release(env)
+    again = environments()
+    assert (again is env) == (env.user_tools is None)  # reused where it can be (not with a user DB)
+    assert cow.dumps(again) == cow.dumps(loaded)
+    assert cow.exact_dump(again) == cow.exact_dump(loaded)  # byte for byte (both None for telecom's enums)
+    task = played[0]
+    assert cow.dumps(cow.play(again, task, cow.gold(task))) == cow.dumps(cow.play(loaded, task, cow.gold(task)))
+    environments.release(again)
 
 
 def test_reading_a_record_keeps_the_hash_and_changing_it_does_not() -> None:

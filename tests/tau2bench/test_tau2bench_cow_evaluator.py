@@ -16,7 +16,8 @@ from tau2.evaluator.evaluator_env import EnvironmentEvaluator
 
 def _trajectory(domain: str, task: Any, actions: list[Any]) -> list[Any]:
     """Messages carrying `actions` as tool calls, with the tool results of a fresh τ² environment."""
-    env = cow.fresh_environment(domain)
+    environments = cow.fresh_environments(domain)
+    env = environments()
     state = task.initial_state
     env.set_state(
         initialization_data=state.initialization_data if state is not None else None,
@@ -31,6 +32,7 @@ def _trajectory(domain: str, task: Any, actions: list[Any]) -> list[Any]:
         else:
             messages.append(AssistantMessage(role="assistant", tool_calls=[call]))
         messages.append(env.get_response(call))
+    environments.release(env)
     return messages
 
 
@@ -48,6 +50,7 @@ def _reward(constructor: Any, task: Any, trajectory: list[Any]) -> Any:
 @pytest.mark.parametrize("domain", cow.DOMAINS)
 def test_evaluator_gives_the_same_reward_with_the_factory(domain: str) -> None:
     factory = cow.factory(domain)
+    fresh = cow.fresh_environments(domain)  # τ²'s own environments, each as a fresh load gives it
     tasks = cow.tasks(domain)
     if domain in ("airline", "retail"):
         tasks = tasks[::6]  # τ²'s constructor loads the DB twice per call: a spread sample
@@ -57,7 +60,8 @@ def test_evaluator_gives_the_same_reward_with_the_factory(domain: str) -> None:
         for actions in (gold, gold[:-1]):
             trajectory = _trajectory(domain, task, actions)
             ours = _reward(factory, task, trajectory)
-            theirs = _reward(lambda **kwargs: cow.fresh_environment(domain, **kwargs), task, trajectory)
+            theirs = _reward(fresh, task, trajectory)
+            fresh.release_all()
             assert ours == theirs, task.id
             if isinstance(theirs, dict):
                 rewards.append(theirs["reward"])

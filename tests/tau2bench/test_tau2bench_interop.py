@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -115,7 +114,15 @@ def tauproxy_run(
     )
 
 
-def tau2_run(server: ServeProcess, domain: str, results_dir: Path, cwd: Path, judge: bool) -> Path:
+def tau2_run(
+    server: ServeProcess, domain: str, results_dir: Path, cwd: Path, judge: bool, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """τ²'s own `tau2 run` command, unchanged, as its console script runs it (its `main` reading
+    sys.argv), in this process: serve is the process under test, and τ²'s client side sends the
+    same HTTP from here without a second import of τ² and litellm (`tau2_in_process` puts litellm's
+    globals back after the module)."""
+    from tau2.cli import main
+
     name = f"tauproxy-tau2bench-{uuid.uuid4().hex[:10]}"
     args = json.dumps({"api_base": server.url, "temperature": 0})
     # --skip-failed-samples: mock's evaluator raises on a task the agent never created (a known peer bug).
@@ -145,9 +152,15 @@ def tau2_run(server: ServeProcess, domain: str, results_dir: Path, cwd: Path, ju
         "--skip-failed-samples",
         *(judge_flags(server.url) if judge else []),
     ]
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": CLIENT_KEY}
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    with monkeypatch.context() as patched:
+        patched.chdir(cwd)
+        patched.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        patched.setenv("OPENAI_API_KEY", CLIENT_KEY)
+        patched.setattr(sys, "argv", argv)
+        try:
+            main()
+        except SystemExit as exit:
+            assert exit.code in (0, None), f"tau2 run exited with {exit.code}"
     return results_dir / f"{name}.json"
 
 
@@ -169,7 +182,9 @@ def tau2_data_files() -> set[Path]:
 
 
 @pytest.mark.parametrize(("domain", "judge"), [("mock", True), ("airline", False)])
-def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, judge: bool, tmp_path: Path) -> None:
+def test_tau2_run_and_tauproxy_run_share_cassettes(
+    domain: str, judge: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from stub_upstream import StubUpstream
 
     before = tau2_data_files()
@@ -182,7 +197,7 @@ def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, judge: bool, tmp
                 "--cassette", str(tmp_path / "by-tau2"), "--record-mode", "auto", "--upstream-map", str(routes)
             )
             try:
-                theirs_file = tau2_run(server, domain, tmp_path / "tau2", tmp_path, judge)
+                theirs_file = tau2_run(server, domain, tmp_path / "tau2", tmp_path, judge, monkeypatch)
             finally:
                 assert server.stop() == 0, server.stdout_text()
             tau2_calls = stub.request_count
@@ -212,7 +227,7 @@ def test_tau2_run_and_tauproxy_run_share_cassettes(domain: str, judge: bool, tmp
             "--cassette", str(tmp_path / "by-tauproxy"), "--record-mode", "replay", "--upstream-map", str(dead)
         )
         try:
-            again_file = tau2_run(server, domain, tmp_path / "tau2", tmp_path, judge)
+            again_file = tau2_run(server, domain, tmp_path / "tau2", tmp_path, judge, monkeypatch)
             import httpx
 
             stats = httpx.get(server.root + "/stats").json()
