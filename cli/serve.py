@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from tauproxy.serve.config import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+from tauproxy.serve.config import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, DEFAULT_READ_TIMEOUT_S
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -30,6 +30,12 @@ def serve_command(
         typer.Option(envvar="TAUPROXY_SERVE_TOKEN", help="Require 'Authorization: Bearer TOKEN' from clients."),
     ] = None,
     max_body_bytes: Annotated[int, typer.Option(help="Larger request bodies get 413.")] = DEFAULT_MAX_BODY_BYTES,
+    read_timeout_s: Annotated[
+        float,
+        typer.Option(
+            "--read-timeout", help="Seconds a client has to send a request's headers, then its body (else 408)."
+        ),
+    ] = DEFAULT_READ_TIMEOUT_S,
     run_log: Annotated[Path | None, typer.Option(help="Append one JSON line per call to this file.")] = None,
     prices: Annotated[Path | None, typer.Option(help="Prices file overriding litellm's price map.")] = None,
 ) -> None:
@@ -52,6 +58,7 @@ def serve_command(
         upstream=load_upstream_map(upstream_map),
         auth_token=auth_token,
         max_body_bytes=max_body_bytes,
+        read_timeout_s=read_timeout_s,
         run_log=run_log,
         prices=prices,
     )

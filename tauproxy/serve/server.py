@@ -30,13 +30,18 @@ from tauproxy.proxy.pricing import Pricing
 from tauproxy.serve.app import ServeApp
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.config import ServeConfig
+from tauproxy.serve.protocol import protocol_with
 from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
 
-# How long shutdown waits for in-flight requests before cancelling them. A live call still running
-# then was not recorded, so its client sees an error and a rerun sends it again; waiting longer would
-# let one hung upstream keep a SIGTERM'd server alive (live calls have their own timeout too).
-GRACEFUL_SHUTDOWN_S = 5
+# How long a call in flight when SIGTERM/SIGINT comes may still take: it is then answered 503 (the
+# server is shutting down) whatever its upstream does, so the process is gone within about this
+# long plus a poll (0.1 s) and its exit. A live call still running then was not recorded, so a rerun
+# sends it again; waiting longer would let one hung upstream keep a SIGTERM'd server alive.
+SHUTDOWN_DRAIN_S = 3.0
+# uvicorn's own limit, after which it cancels what still runs: a backstop that the drain above
+# always beats (its 503s close their connections), so it never fires for a request of ours.
+GRACEFUL_SHUTDOWN_S = 5  # seconds, from about 0.2 s after the signal
 
 
 @dataclass
@@ -45,6 +50,7 @@ class Built:
     service: CompletionService
     cassette: Cassette | None
     run_log: RunLog | None
+    read_timeout_s: float
 
 
 def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
@@ -80,20 +86,25 @@ def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
         service,
         auth_token=config.auth_token,
         max_body_bytes=config.max_body_bytes,
+        read_timeout_s=config.read_timeout_s,
         model_names=model_names,
         describe=describe,
         on_shutdown=on_shutdown,
+        drain_s=SHUTDOWN_DRAIN_S,
     )
-    return Built(app, service, cassette, run_log)
+    return Built(app, service, cassette, run_log, config.read_timeout_s)
 
 
 class _Server(uvicorn.Server):
     """uvicorn's server, told to announce readiness and to exit 0 after a signal-initiated drain."""
 
-    def __init__(self, config: uvicorn.Config, ready_line: str, out: Callable[[str], None]) -> None:
+    def __init__(
+        self, config: uvicorn.Config, ready_line: str, out: Callable[[str], None], on_stop: Callable[[], None]
+    ) -> None:
         super().__init__(config)
         self._ready_line = ready_line
         self._out = out
+        self._on_stop = on_stop
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -102,6 +113,7 @@ class _Server(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
+        self._on_stop()  # calls in flight get the drain, then a 503 (app.py)
         # uvicorn re-raises the signal once drained, so the process would die of SIGTERM (or raise
         # KeyboardInterrupt) after a clean stop; for this command a signal IS the normal way to stop.
         captured = getattr(self, "_captured_signals", None)
@@ -158,6 +170,7 @@ def serve(config: ServeConfig, out: Callable[[str], None] = _print) -> None:
 def make_server(built: Built, ready_line: str, out: Callable[[str], None] = _print) -> uvicorn.Server:
     uv_config = uvicorn.Config(
         built.app.starlette(),
+        http=protocol_with(built.read_timeout_s),
         log_level="warning",
         access_log=False,  # never log request lines: scope headers and paths are the client's business
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
@@ -165,4 +178,4 @@ def make_server(built: Built, ready_line: str, out: Callable[[str], None] = _pri
         server_header=False,
         date_header=False,
     )
-    return _Server(uv_config, ready_line, out)
+    return _Server(uv_config, ready_line, out, built.app.stop_soon)
