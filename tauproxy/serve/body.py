@@ -147,6 +147,9 @@ def parse_chat_request(raw: bytes) -> dict[str, Any]:
     for index, message in enumerate(messages):
         if not isinstance(message.get("role"), str) or not message["role"]:
             raise HttpError(400, f"messages[{index}] has no 'role'")
+        calls = message.get("tool_calls")
+        if calls is not None and not (isinstance(calls, list) and all(_is_tool_call(call) for call in calls)):
+            raise HttpError(400, f"messages[{index}].tool_calls must be an array of tool call objects")
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
         raise HttpError(400, "'tools' must be an array of tool objects")
@@ -157,6 +160,10 @@ def parse_chat_request(raw: bytes) -> dict[str, Any]:
     if body.get("stream") not in (None, True, False):
         raise HttpError(400, "'stream' must be a boolean")
     return body
+
+
+def _is_tool_call(call: Any) -> bool:
+    return isinstance(call, dict) and isinstance(call.get("function") or {}, dict)
 
 
 def wants_usage_chunk(body: dict[str, Any]) -> bool:

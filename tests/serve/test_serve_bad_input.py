@@ -75,6 +75,15 @@ BAD_BODIES: dict[str, tuple[bytes, str]] = {
         "1E400",
     ),
     "overflow in a content part": (body_with('[{"type": "text", "text": "x", "weight": 2e308}]'), "2e308"),
+    "tool calls as text": (
+        body_with().replace(b'"user"', b'"assistant", "tool_calls": "f"'),
+        "tool_calls",
+    ),
+    "a tool call as text": (body_with().replace(b'"user"', b'"assistant", "tool_calls": ["f"]'), "tool_calls"),
+    "a function as text": (
+        body_with().replace(b'"user"', b'"assistant", "tool_calls": [{"id": "c", "function": "f"}]'),
+        "tool_calls",
+    ),
 }
 
 
