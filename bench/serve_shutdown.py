@@ -4,8 +4,8 @@
 
 The upstream accepts the connection and never answers; its route allows it 600 s. Each repeat
 starts serve, sends one call, waits until the upstream holds it, sends SIGTERM and times the exit.
-Goal: exit within 5 s, the waiting client answered 503 (the drain is serve/server.py's
-SHUTDOWN_DRAIN_S, 3 s, then a poll and the process's exit).
+Goal: exit within 5 s, the waiting client answered 503 (the drain is serve/app.py's
+DEFAULT_DRAIN_S, 3 s, then a poll and the process's exit).
 
 Measured on the 2-core dev box, 2026-12-03, load about 7 (other work running): 3.31-3.45 s from
 SIGTERM to exit over 3 repeats, each client answered 503. Before the CLI froze the garbage collector

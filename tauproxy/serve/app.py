@@ -49,7 +49,8 @@ def error_response(error: HttpError) -> Response:
 
 
 SHUTTING_DOWN_CODE = "tauproxy_shutting_down"
-# How long a call in flight when the server is told to stop may still take before it is answered 503.
+# How long a call in flight when the server is told to stop may still take before it is answered 503:
+# long enough for a replay or a quick live call, short enough that SIGTERM ends serve within 5 s.
 DEFAULT_DRAIN_S = 3.0
 
 T = TypeVar("T")

@@ -2,9 +2,10 @@
 
 Why Starlette + uvicorn rather than the stdlib `http.server`: graceful shutdown is the part that is
 easy to get wrong, and uvicorn already does it right (on SIGTERM/SIGINT it stops accepting, lets
-every in-flight request finish, then closes idle keep-alive connections); it speaks HTTP/1.1
-keep-alive correctly and runs replays on the event loop while live calls and fsyncs wait in worker
-threads. Measured with bench/serve_overhead.py on loopback, a replay through it answers in
+every in-flight request finish, then closes idle keep-alive connections; the app bounds "finish" with
+its drain, app.py); it speaks HTTP/1.1 keep-alive correctly (protocol.py adds the header-read
+timeout) and runs replays on the event loop while live calls and fsyncs wait in threads.
+Measured with bench/serve_overhead.py on loopback, a replay through it answers in
 0.75-0.86 ms p50 where the stdlib stub answers in 0.70 ms (+0.04..+0.16 ms, goal <= 2 ms), and
 replays 457-1363 calls/s with 2 clients (goal >= 300; numbers in that script's docstring). The
 stdlib would buy nothing measurable, and we would own the shutdown and keep-alive code ourselves.
@@ -34,13 +35,10 @@ from tauproxy.serve.protocol import protocol_with
 from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
 
-# How long a call in flight when SIGTERM/SIGINT comes may still take: it is then answered 503 (the
-# server is shutting down) whatever its upstream does, so the process is gone within about this
-# long plus a poll (0.1 s) and its exit. A live call still running then was not recorded, so a rerun
-# sends it again; waiting longer would let one hung upstream keep a SIGTERM'd server alive.
-SHUTDOWN_DRAIN_S = 3.0
-# uvicorn's own limit, after which it cancels what still runs: a backstop that the drain above
-# always beats (its 503s close their connections), so it never fires for a request of ours.
+# uvicorn's own shutdown limit, after which it cancels what still runs (and logs a traceback for each).
+# A backstop only: the app's drain (app.DEFAULT_DRAIN_S, 3 s from the signal) answers every call still
+# waiting 503 first, whatever its upstream does, and those answers close their connections, so the
+# process is gone in about 3.3 s. A live call still running then was not recorded; a rerun sends it again.
 GRACEFUL_SHUTDOWN_S = 5  # seconds, from about 0.2 s after the signal
 
 
@@ -90,7 +88,6 @@ def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
         model_names=model_names,
         describe=describe,
         on_shutdown=on_shutdown,
-        drain_s=SHUTDOWN_DRAIN_S,
     )
     return Built(app, service, cassette, run_log, config.read_timeout_s)
 
