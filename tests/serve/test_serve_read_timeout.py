@@ -86,3 +86,12 @@ def test_a_prompt_request_is_answered_and_the_connection_kept(port: int) -> None
                 assert chunk, received
                 received += chunk
             assert received.startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_a_read_timeout_that_is_not_a_positive_number_is_one_line_and_exit_2(value: str) -> None:
+    from conftest import invoke_cli
+
+    result = invoke_cli("serve", "--record-mode", "off", "--read-timeout", value, check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: --read-timeout must be a positive number of seconds, got {float(value)}"
