@@ -159,6 +159,40 @@ def _wire_tool_call(call: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+TOOL_CALL_FIELDS = ("id", "type", "function")
+FUNCTION_FIELDS = ("name", "arguments")
+
+
+def in_wire_order(message: dict[str, Any]) -> dict[str, Any]:
+    """A reply message with its fields in the order the wire gives them (OpenAI's, which is also
+    `normalise_response`'s): role, content, tool_calls (id, type, function: name, arguments), ...
+
+    A cassette stores messages in canonical form, keys sorted, because that form is hashed; the
+    answer built from one is put back in this order, so a replay's bytes are the live answer's.
+    Fields not named here follow, in the order they came.
+    """
+    ordered = _in_order(message, MESSAGE_FIELDS)
+    calls = ordered.get("tool_calls")
+    if isinstance(calls, list):
+        ordered["tool_calls"] = [_tool_call_in_order(call) for call in calls]
+    return ordered
+
+
+def _tool_call_in_order(call: Any) -> Any:
+    if not isinstance(call, dict):
+        return call
+    ordered = _in_order(call, TOOL_CALL_FIELDS)
+    if isinstance(ordered.get("function"), dict):
+        ordered["function"] = _in_order(ordered["function"], FUNCTION_FIELDS)
+    return ordered
+
+
+def _in_order(fields: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    ordered = {name: fields[name] for name in order if name in fields}
+    ordered.update((name, value) for name, value in fields.items() if name not in ordered)
+    return ordered
+
+
 def response_from_wire(body: dict[str, Any]) -> ModelResponse:
     """A chat-completions response body (first choice) as a ModelResponse."""
     choices = body.get("choices") or []

@@ -8,17 +8,23 @@
 With an auth token every route but /healthz needs `Authorization: Bearer <token>` (401 without).
 No client header is ever forwarded upstream, logged or stored: the upstream key comes from the
 server's environment only, so a client's Authorization header goes nowhere.
+
+Stopping (`stop_soon`, on SIGTERM/SIGINT): a chat request that arrives after it is answered 503 at
+once; one in flight gets `drain_s` seconds to finish, and is then answered 503 too, whatever its
+upstream is doing, so a hung upstream never holds the server (its thread is left behind, see
+threads.py). The 503 says the server is shutting down; a client retries it against a running server.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hmac
 import json
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -42,6 +48,23 @@ def error_response(error: HttpError) -> Response:
     return json_response(error.status, error.body(), error.headers or None)
 
 
+SHUTTING_DOWN_CODE = "tauproxy_shutting_down"
+# How long a call in flight when the server is told to stop may still take before it is answered 503:
+# long enough for a replay or a quick live call, short enough that SIGTERM ends serve within 5 s.
+DEFAULT_DRAIN_S = 3.0
+
+T = TypeVar("T")
+
+
+def shutting_down() -> HttpError:
+    return HttpError(
+        503,
+        "tauproxy serve is shutting down: this call was not answered; send it again to a running server",
+        "server_error",
+        SHUTTING_DOWN_CODE,
+    )
+
+
 class ServeApp:
     """Routes bound to one CompletionService and one server's settings."""
 
@@ -51,16 +74,23 @@ class ServeApp:
         *,
         auth_token: str | None,
         max_body_bytes: int,
+        read_timeout_s: float,
         model_names: Callable[[], list[str]],
         describe: dict[str, Any],
         on_shutdown: Callable[[], None] | None = None,
+        drain_s: float = DEFAULT_DRAIN_S,
     ) -> None:
         self.service = service
         self._token = auth_token.encode() if auth_token else None
         self._max_body_bytes = max_body_bytes
+        self._read_timeout_s = read_timeout_s
         self._model_names = model_names
         self._describe = describe
         self._on_shutdown = on_shutdown
+        self._drain_s = drain_s
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
+        self._drained: asyncio.Event | None = None  # set drain_s after stop_soon: in-flight calls get 503
 
     def starlette(self) -> Starlette:
         chat = _answering_errors(self.chat)
@@ -77,6 +107,7 @@ class ServeApp:
 
     @asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        self._on_loop()
         yield
         # Runs after uvicorn drained in-flight requests; every recorded call is fsynced already.
         if self._on_shutdown is not None:
@@ -90,10 +121,49 @@ class ServeApp:
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self._token):
             raise HttpError(401, "missing or wrong bearer token", "authentication_error", "invalid_api_key")
 
+    def _on_loop(self) -> asyncio.Event:
+        """The drain event, made on the serving loop the first time it is needed there."""
+        loop = asyncio.get_running_loop()
+        if self._drained is None or loop is not self._loop:  # a test may serve from several loops
+            self._loop = loop
+            self._drained = asyncio.Event()
+        return self._drained
+
+    def stop_soon(self) -> None:
+        """Begin stopping: safe to call from a signal handler or another thread."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._begin_drain)
+
+    def _begin_drain(self) -> None:
+        if self._stopping:
+            return
+        self._stopping = True
+        drained = self._on_loop()
+        asyncio.get_running_loop().call_later(self._drain_s, drained.set)
+
+    async def _unless_drained(self, work: Callable[[], Awaitable[T]]) -> T:
+        """`work()`'s outcome, or HttpError 503 if the server stops before it has one (or has stopped)."""
+        if self._stopping:
+            raise shutting_down()
+        task = asyncio.ensure_future(work())
+        drained = asyncio.ensure_future(self._on_loop().wait())
+        try:
+            await asyncio.wait((task, drained), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            drained.cancel()
+            if not task.done():
+                task.cancel()  # its daemon thread, if any, runs on unwatched (threads.py)
+        if not task.done():
+            raise shutting_down()
+        return task.result()
+
     async def chat(self, request: Request) -> Response:
         self._authorize(request)
+        return await self._unless_drained(functools.partial(self._chat, request))
+
+    async def _chat(self, request: Request) -> Response:
         check_content_type(request.headers.get("content-type"))
-        raw = await read_capped(request.headers.get("content-length"), request.stream(), self._max_body_bytes)
+        raw = await self._read_body(request)
         body = parse_chat_request(raw)
         scope = parse_scope(request.headers.get(SCOPE_HEADER))
         role = parse_role(request.headers.get(ROLE_HEADER))
@@ -102,6 +172,15 @@ class ServeApp:
             data = sse_body(completion, wants_usage_chunk(body))
             return Response(data, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         return json_response(200, completion)
+
+    async def _read_body(self, request: Request) -> bytes:
+        """The body within the size limit (413) and the read timeout (408; the headers had theirs)."""
+        try:
+            async with asyncio.timeout(self._read_timeout_s):
+                return await read_capped(request.headers.get("content-length"), request.stream(), self._max_body_bytes)
+        except TimeoutError:
+            message = f"request body not received within {self._read_timeout_s:g} s (--read-timeout)"
+            raise HttpError(408, message, headers={"Connection": "close"}) from None
 
     async def models(self, request: Request) -> Response:
         self._authorize(request)

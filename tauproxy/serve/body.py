@@ -1,8 +1,17 @@
-"""Reading and checking a request body: size cap first (413), then JSON and shape (400)."""
+"""Reading and checking a request body: size cap first (413), then text, JSON and shape (400).
+
+What the key, the cassette and the upstream client cannot carry is refused here, before anything
+else sees the body: bytes that are not UTF-8, a string holding a lone surrogate (valid JSON escape
+syntax, but not a character: it cannot be hashed, stored or sent), and numbers that are not finite
+(NaN, Infinity, or a literal such as 1e999 that only overflows to infinity). Each is a 400 naming
+what is wrong, never a 500 and never a call.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -32,7 +41,64 @@ MAX_JSON_DEPTH = 64
 
 
 def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")
+    raise HttpError(400, f"request body holds {name}, which is not valid JSON: every number must be finite")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 is valid JSON syntax, but no client or provider can send it back
+        raise HttpError(
+            400, f"request body holds the number {text}, which is out of range: every number must be finite"
+        )
+    return value
+
+
+# A \uD800-\uDFFF escape. Most bodies have none, so the exact walk below runs only when one appears
+# (a valid pair is one too, and so is an escaped backslash followed by "ud800": the walk decides).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
+
+
+def lone_surrogate_path(value: Any) -> str | None:
+    """Where in a parsed JSON value a string (or key) holds a lone surrogate, or None if none does."""
+    stack: list[tuple[str, Any]] = [("body", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if not _encodes(item):
+                return path
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not _encodes(key):
+                    return f"a key of {path}"
+                stack.append((f"{path}.{key}", child))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def parse_json_body(raw: bytes) -> Any:
+    """The JSON value of a request body: strict UTF-8, finite numbers, no lone surrogates (else 400)."""
+    try:
+        text = raw.decode("utf-8")  # strict: refuses invalid bytes and UTF-8-encoded surrogates alike
+    except UnicodeDecodeError as exc:
+        raise HttpError(400, f"request body is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except (ValueError, RecursionError) as exc:
+        raise HttpError(400, f"request body is not valid JSON: {exc}") from None
+    if _SURROGATE_ESCAPE.search(raw):
+        path = lone_surrogate_path(value)
+        if path is not None:
+            raise HttpError(400, f"{path} holds a lone surrogate escape (\\uD800-\\uDFFF), which is not a character")
+    return value
 
 
 def json_depth(raw: bytes) -> int:
@@ -70,10 +136,7 @@ def parse_chat_request(raw: bytes) -> dict[str, Any]:
     """A chat-completions request body, or HttpError 400 saying what is wrong with it."""
     if json_depth(raw) > MAX_JSON_DEPTH:
         raise HttpError(400, f"request body nests deeper than {MAX_JSON_DEPTH} levels")
-    try:
-        body = json.loads(raw, parse_constant=_refuse_constant)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise HttpError(400, f"request body is not valid JSON: {exc}") from None
+    body = parse_json_body(raw)
     if not isinstance(body, dict):
         raise HttpError(400, "request body must be a JSON object")
     if not isinstance(body.get("model"), str) or not body["model"]:
@@ -84,6 +147,9 @@ def parse_chat_request(raw: bytes) -> dict[str, Any]:
     for index, message in enumerate(messages):
         if not isinstance(message.get("role"), str) or not message["role"]:
             raise HttpError(400, f"messages[{index}] has no 'role'")
+        calls = message.get("tool_calls")
+        if calls is not None and not (isinstance(calls, list) and all(_is_tool_call(call) for call in calls)):
+            raise HttpError(400, f"messages[{index}].tool_calls must be an array of tool call objects")
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
         raise HttpError(400, "'tools' must be an array of tool objects")
@@ -94,6 +160,10 @@ def parse_chat_request(raw: bytes) -> dict[str, Any]:
     if body.get("stream") not in (None, True, False):
         raise HttpError(400, "'stream' must be a boolean")
     return body
+
+
+def _is_tool_call(call: Any) -> bool:
+    return isinstance(call, dict) and isinstance(call.get("function") or {}, dict)
 
 
 def wants_usage_chunk(body: dict[str, Any]) -> bool:

@@ -13,7 +13,8 @@ upstream map), and the layer's outcomes into HTTP:
     off     no cassette: a plain proxy that still counts, prices and logs
 A live answer is recorded (fsynced) before the client sees it, and is answered exactly as a replay
 of it will be. Upstream failures are passed through with their status and are never recorded.
-Replays are answered on the event loop; live calls and cassette writes run in worker threads.
+Replays are answered on the event loop; live calls and cassette writes run in daemon threads
+(serve/threads.py), which a shutdown can leave behind.
 """
 
 from __future__ import annotations
@@ -21,11 +22,7 @@ from __future__ import annotations
 import functools
 import sys
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-import anyio
-import anyio.to_thread
+from typing import Any
 
 from tauproxy.data_model.call import CallRole, CallSource, ModelCall
 from tauproxy.data_model.completion import Completion
@@ -42,13 +39,12 @@ from tauproxy.serve.errors import HttpError
 from tauproxy.serve.roles import recognise_role
 from tauproxy.serve.runlog import RunLog, RunLogLine
 from tauproxy.serve.stats import ServeStats
+from tauproxy.serve.threads import OffLoop
 from tauproxy.store.cassette import Cassette
 
-# Worker threads for live calls and cassette writes; replays never leave the event loop.
+# Threads at once for live calls and cassette writes; replays never leave the event loop.
 MAX_WORKERS = 64
 REPLAY_MISS_CODE = "tauproxy_replay_miss"
-
-T = TypeVar("T")
 
 
 class CompletionService:
@@ -74,7 +70,7 @@ class CompletionService:
         self.run_log = run_log
         self.stats = ServeStats()
         self.occurrences = Occurrences()
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._off_loop = OffLoop(MAX_WORKERS)
 
     def identify(self, body: dict[str, Any], scope: TrialScope | None, role: CallRole) -> ModelCall:
         """Key the request; with a scope, claim its occurrence in that scope now, in arrival order.
@@ -105,7 +101,7 @@ class CompletionService:
         try:
             completion = self.cache.replay(call) if self.cache is not None else None
             if completion is None:
-                completion = await self._in_thread(self._complete_off_loop, call)
+                completion = await self._off_loop.run(functools.partial(self._complete_off_loop, call))
         except HttpError as error:
             if scope is not None:
                 self.occurrences.give_back(call.identity)  # nothing was recorded under it
@@ -146,11 +142,6 @@ class CompletionService:
         if self.mode.looks_up:
             self.stats.miss(call.model)
         self.stats.live(call.model, cost.usd)
-
-    async def _in_thread(self, func: Callable[..., T], *args: Any) -> T:
-        if self._limiter is None:  # created on the loop that uses it
-            self._limiter = anyio.CapacityLimiter(MAX_WORKERS)
-        return await anyio.to_thread.run_sync(functools.partial(func, *args), limiter=self._limiter)
 
     def _log(
         self,

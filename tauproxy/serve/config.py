@@ -16,6 +16,7 @@ field) is refused, so a key can never be committed next to a cassette.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,9 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MAX_PORT = 65535
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+# How long a client may take to send a request's headers, and then its body: a harness on the same
+# machine sends either in milliseconds, so only a stalled or hostile client ever meets it.
+DEFAULT_READ_TIMEOUT_S = 30.0
 DEFAULT_UPSTREAM_TIMEOUT_S = 120.0
 WILDCARD = "*"
 MODEL_PLACEHOLDER = "{model}"
@@ -114,6 +118,7 @@ class ServeConfig:
     upstream: UpstreamMap = field(default_factory=lambda: UpstreamMap({}))
     auth_token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     run_log: Path | None = None
     prices: Path | None = None
 
@@ -126,6 +131,8 @@ class ServeConfig:
             raise ConfigError(f"--port {self.port} is not a port: give 0 to {MAX_PORT} (0 picks a free one)")
         if self.max_body_bytes <= 0:
             raise ConfigError("--max-body-bytes must be positive")
+        if not (math.isfinite(self.read_timeout_s) and self.read_timeout_s > 0):
+            raise ConfigError(f"--read-timeout must be a positive number of seconds, got {self.read_timeout_s}")
         if self.auth_token is not None and not self.auth_token.strip():
             raise ConfigError("--auth-token must not be empty")
 

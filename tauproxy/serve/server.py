@@ -2,9 +2,10 @@
 
 Why Starlette + uvicorn rather than the stdlib `http.server`: graceful shutdown is the part that is
 easy to get wrong, and uvicorn already does it right (on SIGTERM/SIGINT it stops accepting, lets
-every in-flight request finish, then closes idle keep-alive connections); it speaks HTTP/1.1
-keep-alive correctly and runs replays on the event loop while live calls and fsyncs wait in worker
-threads. Measured with bench/serve_overhead.py on loopback, a replay through it answers in
+every in-flight request finish, then closes idle keep-alive connections; the app bounds "finish" with
+its drain, app.py); it speaks HTTP/1.1 keep-alive correctly (protocol.py adds the header-read
+timeout) and runs replays on the event loop while live calls and fsyncs wait in threads.
+Measured with bench/serve_overhead.py on loopback, a replay through it answers in
 0.75-0.86 ms p50 where the stdlib stub answers in 0.70 ms (+0.04..+0.16 ms, goal <= 2 ms), and
 replays 457-1363 calls/s with 2 clients (goal >= 300; numbers in that script's docstring). The
 stdlib would buy nothing measurable, and we would own the shutdown and keep-alive code ourselves.
@@ -30,13 +31,15 @@ from tauproxy.proxy.pricing import Pricing
 from tauproxy.serve.app import ServeApp
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.config import ServeConfig
+from tauproxy.serve.protocol import protocol_with
 from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
 
-# How long shutdown waits for in-flight requests before cancelling them. A live call still running
-# then was not recorded, so its client sees an error and a rerun sends it again; waiting longer would
-# let one hung upstream keep a SIGTERM'd server alive (live calls have their own timeout too).
-GRACEFUL_SHUTDOWN_S = 5
+# uvicorn's own shutdown limit, after which it cancels what still runs (and logs a traceback for each).
+# A backstop only: the app's drain (app.DEFAULT_DRAIN_S, 3 s from the signal) answers every call still
+# waiting 503 first, whatever its upstream does, and those answers close their connections, so the
+# process is gone in about 3.3 s. A live call still running then was not recorded; a rerun sends it again.
+GRACEFUL_SHUTDOWN_S = 5  # seconds, from about 0.2 s after the signal
 
 
 @dataclass
@@ -45,6 +48,7 @@ class Built:
     service: CompletionService
     cassette: Cassette | None
     run_log: RunLog | None
+    read_timeout_s: float
 
 
 def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
@@ -80,20 +84,24 @@ def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
         service,
         auth_token=config.auth_token,
         max_body_bytes=config.max_body_bytes,
+        read_timeout_s=config.read_timeout_s,
         model_names=model_names,
         describe=describe,
         on_shutdown=on_shutdown,
     )
-    return Built(app, service, cassette, run_log)
+    return Built(app, service, cassette, run_log, config.read_timeout_s)
 
 
 class _Server(uvicorn.Server):
     """uvicorn's server, told to announce readiness and to exit 0 after a signal-initiated drain."""
 
-    def __init__(self, config: uvicorn.Config, ready_line: str, out: Callable[[str], None]) -> None:
+    def __init__(
+        self, config: uvicorn.Config, ready_line: str, out: Callable[[str], None], on_stop: Callable[[], None]
+    ) -> None:
         super().__init__(config)
         self._ready_line = ready_line
         self._out = out
+        self._on_stop = on_stop
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -102,6 +110,7 @@ class _Server(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
+        self._on_stop()  # calls in flight get the drain, then a 503 (app.py)
         # uvicorn re-raises the signal once drained, so the process would die of SIGTERM (or raise
         # KeyboardInterrupt) after a clean stop; for this command a signal IS the normal way to stop.
         captured = getattr(self, "_captured_signals", None)
@@ -158,6 +167,7 @@ def serve(config: ServeConfig, out: Callable[[str], None] = _print) -> None:
 def make_server(built: Built, ready_line: str, out: Callable[[str], None] = _print) -> uvicorn.Server:
     uv_config = uvicorn.Config(
         built.app.starlette(),
+        http=protocol_with(built.read_timeout_s),
         log_level="warning",
         access_log=False,  # never log request lines: scope headers and paths are the client's business
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
@@ -165,4 +175,4 @@ def make_server(built: Built, ready_line: str, out: Callable[[str], None] = _pri
         server_header=False,
         date_header=False,
     )
-    return _Server(uv_config, ready_line, out)
+    return _Server(uv_config, ready_line, out, built.app.stop_soon)

@@ -25,7 +25,7 @@ from tauproxy.data_model.key import (
     request_key,
 )
 from tauproxy.data_model.key import sample_key as make_sample_key
-from tauproxy.data_model.wire import completion_body
+from tauproxy.data_model.wire import completion_body, in_wire_order
 from tauproxy.errors import CassetteError
 from tauproxy.store.entry import StoredRequest, StoredResponse
 
@@ -80,7 +80,7 @@ def answer_body(
 ) -> dict[str, Any]:
     message.setdefault("content", None)  # canonical form drops nulls; a response body has the key
     return completion_body(
-        message,
+        in_wire_order(message),  # stored with keys sorted; answered in the order the upstream used
         finish_reason=response.finish_reason,
         usage=usage,
         response_id=response.response_id or f"chatcmpl-{sample_key[:24]}",

@@ -139,6 +139,7 @@ def run_clients(server: ServeProcess) -> dict[str, Any]:
         plain = http.post("/chat/completions", json={"model": "gpt-stub", "messages": ask_tool("plain httpx")})
         assert plain.status_code == 200, plain.text
         got["httpx_json"] = plain.json()
+        got["httpx_json_bytes"] = plain.content.decode()  # a replay's bytes are the live answer's
         body = {"model": "gpt-stub", "messages": after_tool("httpx sse"), "stream": True}
         streamed = http.post("/chat/completions", json=body)
         assert streamed.status_code == 200 and streamed.headers["content-type"].startswith("text/event-stream")

@@ -1,0 +1,58 @@
+"""Blocking work (live calls, cassette writes) run off the event loop, in threads a shutdown can leave.
+
+Why not anyio's (or asyncio's) worker pool: their threads are joined when the process exits, and a
+thread blocked on an upstream that never answers can only end when the route's timeout does, so one
+hung upstream would keep a SIGTERM'd server alive for as long as that timeout (minutes). Here every
+call gets a daemon thread: the coroutine awaiting it can be cancelled (the server answers its client
+503 and stops), and the process exits without waiting for the thread. What such a thread was doing is
+lost exactly as after a kill: an answer not yet recorded was never answered, so a rerun asks again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio
+
+T = TypeVar("T")
+
+
+class OffLoop:
+    """Runs blocking functions in daemon threads, at most `max_threads` at a time."""
+
+    def __init__(self, max_threads: int) -> None:
+        self._max_threads = max_threads
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    async def run(self, func: Callable[[], T]) -> T:
+        """`func()`'s result or exception; cancelling the caller abandons the thread, not the loop."""
+        if self._limiter is None:  # created on the loop that uses it
+            self._limiter = anyio.CapacityLimiter(self._max_threads)
+        async with self._limiter:
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[T] = loop.create_future()
+
+            def work() -> None:
+                try:
+                    result = func()
+                except BaseException as exc:  # handed to the awaiting coroutine, raised there
+                    _deliver(loop, future, functools.partial(future.set_exception, exc))
+                else:
+                    _deliver(loop, future, functools.partial(future.set_result, result))
+
+            threading.Thread(target=work, name="tauproxy-serve-call", daemon=True).start()
+            return await future
+
+
+def _deliver(loop: asyncio.AbstractEventLoop, future: asyncio.Future[T], settle: Callable[[], None]) -> None:
+    def on_loop() -> None:
+        if not future.done():  # done: the awaiting request was cancelled, nobody wants the outcome
+            settle()
+
+    with contextlib.suppress(RuntimeError):  # the loop has closed: the server stopped while this call ran
+        loop.call_soon_threadsafe(on_loop)
