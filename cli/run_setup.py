@@ -36,7 +36,9 @@ def build_run_config(flags: RunFlags) -> RunConfig:
         return RunConfig(
             **{name: getattr(flags, name) for name in as_is_options()},
             **agent,
-            user=_llm(flags.user_llm, parse_llm_args(flags.user_llm_args, "--user-llm-args"), "user", "--user-llm-args"),
+            user=_llm(
+                flags.user_llm, parse_llm_args(flags.user_llm_args, "--user-llm-args"), "user", "--user-llm-args"
+            ),
             judge=_llm(
                 flags.judge_llm, parse_llm_args(flags.judge_llm_args, "--judge-llm-args"), "judge", "--judge-llm-args"
             ),
@@ -187,7 +189,7 @@ def _llm(model: str, args: dict[str, Any], role: str, source: str) -> LLMConfig:
     except ModelOptionsError as exc:
         raise ConfigError(f"{source}: {exc}" if exc.in_args else f"--{role}-llm {exc}") from None
     except ConfigError as exc:
-        raise ConfigError(f"--{role}-llm {model}: {exc}") from None
+        raise ConfigError(f"--{role}-llm {_shown(model)}: {exc}") from None
     try:
         config.connection()
     except ValidationError as exc:
@@ -198,7 +200,15 @@ def _llm(model: str, args: dict[str, Any], role: str, source: str) -> LLMConfig:
     return config
 
 
+def _shown(value: str) -> str:
+    """A value as typed, or its start when it is long, or '' when empty: an error stays one short line."""
+    return repr(value) if not value else value if len(value) <= 60 else f"{value[:40]}... ({len(value):,} characters)"
+
+
 def _split_task_ids(items: list[str] | None) -> list[str] | None:
     if not items:
         return None
-    return [t.strip() for item in items for t in item.split(",") if t.strip()]
+    ids = [t.strip() for item in items for t in item.split(",") if t.strip()]
+    if not ids:  # `--task-ids "$IDS"` with nothing in it must not run every task
+        raise ConfigError("--task-ids names no task; give ids (comma-separated or repeated) or leave the flag out")
+    return ids

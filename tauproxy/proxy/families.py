@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from tauproxy.data_model.key import without_connection_settings
+from tauproxy.errors import ConfigError
 from tauproxy.proxy.local import PREFIX as LOCAL_PREFIX
 from tauproxy.proxy.local import LocalArgs, check_local_name
 from tauproxy.proxy.model_options import SamplingArgs, check_llm_args
@@ -60,9 +61,26 @@ def family_of(model: str) -> ModelFamily:
     return next(family for family in FAMILIES if family.owns(model))
 
 
+# Longer than any provider's model name (a Bedrock ARN is about 100 characters).
+MAX_MODEL_NAME = 512
+
+
+def check_model_name(model: str) -> None:
+    """Refuse a name no family could answer: empty, over MAX_MODEL_NAME, or holding whitespace, control
+    characters or bytes that were not UTF-8 (a lone surrogate)."""
+    shown = model if len(model) <= 60 else f"{model[:40]}... ({len(model):,} characters)"
+    if not model:
+        raise ConfigError("the model name is empty")
+    if len(model) > MAX_MODEL_NAME:
+        raise ConfigError(f"model name {shown!r} is over {MAX_MODEL_NAME} characters")
+    if any(c.isspace() or not c.isprintable() for c in model):  # a lone surrogate is not printable
+        raise ConfigError(f"model name {shown!r} holds whitespace, a control character or a byte that is not UTF-8")
+
+
 def check_model_options(model: str, args: dict[str, Any]) -> None:
     """Refuse, with one line naming the valid options, a model name whose `?` options its family does
     not take, or llm args (connection settings aside) of an unknown key, wrong type or out of range."""
+    check_model_name(model)
     family = family_of(model)
     family.check_name(model)
     check_llm_args(model, without_connection_settings(args), family.args)

@@ -117,7 +117,7 @@ class RunConfig(BaseModel):
     agent: LLMConfig
     agent_prompt: AgentPrompt = Field(default_factory=AgentPrompt)
     # "module:callable" taking an AgentSetup and returning an Agent; None: the built-in LLM agent.
-    agent_impl: str | None = None
+    agent_impl: str | None = Field(default=None, min_length=1)  # "": a forgotten name, not the built-in agent
     user: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_USER_LLM))
     judge: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_JUDGE_LLM))
     num_trials: int = Field(default=DEFAULT_NUM_TRIALS, ge=1, le=NUM_TRIALS_LIMIT)
