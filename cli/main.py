@@ -87,7 +87,7 @@ def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
             raise
         from tauproxy_cli.output import error
 
-        name = str(exc.filename)
+        name = str(exc.filename or "a path")
         shown = name if len(name) <= 60 else f"{name[:40]}... ({len(name):,} characters)"
         error(f"{shown}: file name too long for this system; give a shorter path or name")
         sys.exit(exit_codes.MISCONFIGURED)
