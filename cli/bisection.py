@@ -54,7 +54,7 @@ def bisect_command(
     from dataclasses import replace
 
     from tauproxy.errors import ConfigError
-    from tauproxy.runner.config import RunConfig, load_agent_config
+    from tauproxy.runner.config import RunConfig
     from tauproxy.workflows.bisect import bisect_configs
     from tauproxy_cli.output import err_console, out_console, print_json, warn
     from tauproxy_cli.run_setup import build_run_config
@@ -68,11 +68,12 @@ def bisect_command(
             "--until-decided and --against are for `tauproxy run`; bisect judges each config against the first"
         )
     paths = ordered_configs(configs or [], more_configs or [])
-    for path in paths:
-        load_agent_config(path)  # fail on a bad file before any step spends money
 
     def make_config(path: Path, save_to: Path | None) -> RunConfig:
         return build_run_config(replace(flags, agent_config=path, save_to=save_to))
+
+    for path in paths:
+        make_config(path, None)  # a bad file, model option or llm arg fails before any step spends money
 
     # With --json, stdout carries only the JSON; the steps go to stderr as they finish.
     console = err_console if json_output else out_console

@@ -67,6 +67,8 @@ def check_command(
     json_output: Annotated[bool, flag("--json", help="Print the numbers as JSON.")] = False,
 ) -> None:
     """Compare a run with a baseline on their common tasks; the exit code is the verdict."""
+    import math
+
     from rich.markup import escape
 
     from tauproxy.errors import ConfigError, TauproxyError
@@ -82,12 +84,14 @@ def check_command(
     # typer usage error exits 2, which `git bisect run` would read as "bad".
     try:
         check_metric(metric)
+        if not math.isfinite(max_drop):  # an infinite allowance would call every run good
+            raise TauproxyError(f"--max-drop {max_drop}: give a finite number")
         if undecided not in {u.value for u in Undecided}:
             raise TauproxyError(f"--undecided must be good, bad or skip, not {undecided!r}")
         result = compare_scores(
             load_any_results(run), load_any_results(baseline), metric, max_drop, confidence=confidence, seed=seed
         )
-    except (TauproxyError, ValueError) as exc:  # ValueError: a results file that is not UTF-8
+    except (TauproxyError, ValueError, OSError) as exc:  # ValueError: not UTF-8; OSError: a name too long
         error(f"cannot test: {exc}")
         if json_output:
             print_json({"verdict": Verdict.SKIP.value, "reason": str(exc), "exit_code": CANNOT_TEST})

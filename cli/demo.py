@@ -64,6 +64,28 @@ def _run(flags: dict[str, Any]) -> tuple[ReportSummary, Results]:
     return summarize(results), results
 
 
+# Everything the demo writes into --out: a directory holding anything else is not an earlier demo's.
+DEMO_OUTPUTS = frozenset({"baseline", "changed", "cassette", "agent-v2.toml", "report.html"})
+
+
+def check_out_dir(out: Path) -> None:
+    """The demo replaces an earlier demo's output; anything else at --out (the current directory, a file,
+    a directory of one's own) is refused before a byte is removed."""
+    from tauproxy.errors import ConfigError
+
+    refuse = "; give a new directory (the demo replaces its --out)"
+    if str(out) in ("", "."):
+        raise ConfigError(f"--out {str(out)!r} is the current directory{refuse}")
+    try:
+        if out.is_file() or out.is_symlink():
+            raise ConfigError(f"--out {out} is a file{refuse}")
+        others = sorted(p.name for p in out.iterdir() if p.name not in DEMO_OUTPUTS) if out.is_dir() else []
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: {exc.strerror or exc}") from None
+    if others:
+        raise ConfigError(f"--out {out} holds more than an earlier demo's output ({', '.join(others[:3])}){refuse}")
+
+
 def demo_command(
     out: Annotated[Path, typer.Option(help="Where the demo writes its runs and report.")] = Path("tauproxy-demo"),
 ) -> None:
@@ -72,6 +94,7 @@ def demo_command(
     from tauproxy_cli.report_view import money
 
     cassettes = find_cassettes_dir()
+    check_out_dir(out)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     prices = cassettes / "demo-prices.json"

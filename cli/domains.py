@@ -62,10 +62,13 @@ def check_command(
     from pathlib import Path
 
     from tauproxy.domain.pack import available_domains
+    from tauproxy.errors import ConfigError
     from tauproxy.workflows.domain_check import MAX_SILENT_PASS_RATE
     from tauproxy.workflows.domain_checks import check_any_domain
     from tauproxy_cli.output import out_console, print_json
 
+    if tasks_file is not None and not tasks_file:  # `--tasks-file "$F"` with F unset: not the pack's own tasks
+        raise ConfigError("--tasks-file is empty; give a tasks.json or leave the flag out")
     checks = [check_any_domain(name, Path(tasks_file) if tasks_file else None) for name in names or available_domains()]
     if json_output:
         print_json([c.model_dump() for c in checks])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 from typing import Annotated
 
@@ -79,3 +80,14 @@ def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
         error(str(exc))
         stopped = isinstance(exc, CassetteWriteError | ResultsWriteError)
         sys.exit(exit_codes.INFRASTRUCTURE_STOP if stopped else exit_codes.MISCONFIGURED)
+    except OSError as exc:
+        # A name over the system's limit can only be one given on the command line (every name tauproxy
+        # makes is short), wherever it is first used as a path: a bad input, not a bug.
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        from tauproxy_cli.output import error
+
+        name = str(exc.filename or "a path")
+        shown = name if len(name) <= 60 else f"{name[:40]}... ({len(name):,} characters)"
+        error(f"{shown}: file name too long for this system; give a shorter path or name")
+        sys.exit(exit_codes.MISCONFIGURED)

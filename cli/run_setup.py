@@ -15,6 +15,7 @@ from pydantic_core import ErrorDetails
 from tauproxy.engine.agent import AgentPrompt
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.errors import ConfigError
+from tauproxy.proxy.model_options import ModelOptionsError
 from tauproxy.proxy.modes import parse_record_mode
 from tauproxy.runner.config import (
     RunConfig,
@@ -35,8 +36,12 @@ def build_run_config(flags: RunFlags) -> RunConfig:
         return RunConfig(
             **{name: getattr(flags, name) for name in as_is_options()},
             **agent,
-            user=_llm(flags.user_llm, parse_llm_args(flags.user_llm_args, "--user-llm-args"), "--user-llm-args"),
-            judge=_llm(flags.judge_llm, parse_llm_args(flags.judge_llm_args, "--judge-llm-args"), "--judge-llm-args"),
+            user=_llm(
+                flags.user_llm, parse_llm_args(flags.user_llm_args, "--user-llm-args"), "user", "--user-llm-args"
+            ),
+            judge=_llm(
+                flags.judge_llm, parse_llm_args(flags.judge_llm_args, "--judge-llm-args"), "judge", "--judge-llm-args"
+            ),
             task_ids=_split_task_ids(flags.task_ids),
             record_mode=parse_record_mode(flags.record_mode),
             executor=executor,
@@ -172,13 +177,19 @@ def _agent_fields(flags: RunFlags) -> dict[str, Any]:
     if model is None:
         raise ConfigError("no agent model: pass --agent-llm or --agent-config")
     source = "--agent-llm-args" if flags.agent_config is None else f"--agent-llm-args or {flags.agent_config}"
-    return {"agent": _llm(model, agent_args, source), "agent_prompt": prompt}
+    return {"agent": _llm(model, agent_args, "agent", source), "agent_prompt": prompt}
 
 
-def _llm(model: str, args: dict[str, Any], source: str) -> LLMConfig:
-    """A role's model and args, its connection settings (api_base, timeout, ...) checked now: a bad one
-    is a one-line error here, not a traceback when the first call is made."""
-    config = LLMConfig(model=model, args=args)
+def _llm(model: str, args: dict[str, Any], role: str, source: str) -> LLMConfig:
+    """A role's model and args, checked now: its family's options and args (proxy/families.py) and its
+    connection settings (api_base, timeout, ...). A bad one is a one-line error naming the flag, not a
+    run that ignores it or a traceback when the first call is made."""
+    try:
+        config = LLMConfig(model=model, args=args)
+    except ModelOptionsError as exc:
+        raise ConfigError(f"{source}: {exc}" if exc.in_args else f"--{role}-llm {exc}") from None
+    except ConfigError as exc:
+        raise ConfigError(f"--{role}-llm {_shown(model)}: {exc}") from None
     try:
         config.connection()
     except ValidationError as exc:
@@ -189,7 +200,15 @@ def _llm(model: str, args: dict[str, Any], source: str) -> LLMConfig:
     return config
 
 
+def _shown(value: str) -> str:
+    """A value as typed, or its start when it is long, or '' when empty: an error stays one short line."""
+    return repr(value) if not value else value if len(value) <= 60 else f"{value[:40]}... ({len(value):,} characters)"
+
+
 def _split_task_ids(items: list[str] | None) -> list[str] | None:
     if not items:
         return None
-    return [t.strip() for item in items for t in item.split(",") if t.strip()]
+    ids = [t.strip() for item in items for t in item.split(",") if t.strip()]
+    if not ids:  # `--task-ids "$IDS"` with nothing in it must not run every task
+        raise ConfigError("--task-ids names no task; give ids (comma-separated or repeated) or leave the flag out")
+    return ids

@@ -47,6 +47,7 @@ def serve_command(
     from tauproxy.store.cassette import Cassette
     from tauproxy_cli.output import warn
 
+    check_host_and_token(host, auth_token)
     mode = parse_record_mode(record_mode)
     if mode == RecordMode.ONCE and cassette is not None:
         # Decided once at start: a server that flipped to replay mid-run would surprise its clients.
@@ -73,6 +74,21 @@ def serve_command(
     # would scan every object litellm loaded (4 s on a loaded 2-core box, 0.2 s frozen), which would
     # hold a SIGTERM'd server past its promised 5 s.
     gc.freeze()
+
+
+def check_host_and_token(host: str, auth_token: str | None) -> None:
+    """An empty host would bind every interface; a host or token that cannot be encoded (a byte that
+    was not UTF-8, a token outside printable ASCII, which no HTTP header carries) would fail later."""
+    from tauproxy.errors import ConfigError
+
+    if not host.strip():
+        raise ConfigError("--host is empty (it would bind every interface); give an address, e.g. 127.0.0.1")
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        raise ConfigError(f"--host {host!r} is not a host name or address") from None
+    if auth_token and not (auth_token.isascii() and auth_token.isprintable() and " " not in auth_token):
+        raise ConfigError("--auth-token must be printable ASCII without spaces: it travels in an HTTP header")
 
 
 if __name__ == "__main__":  # `python -m tauproxy_cli.serve`, usable before the command is wired in main

@@ -71,6 +71,9 @@ def invoke_cli(
             runner.isolation(env=full_env) as (out, err, _),
             _console_width(full_env.get("COLUMNS", os.environ.get("COLUMNS"))),
         ):
+            # As in a started process: stderr escapes what it cannot encode (a non-UTF-8 argument
+            # arrives as a lone surrogate), where the runner's stream would raise.
+            sys.stderr.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
             code, crash = _exit_code(main, list(args))
             sys.stdout.flush()
             sys.stderr.flush()

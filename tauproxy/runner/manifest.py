@@ -43,8 +43,12 @@ def load_manifest(cassette: Path) -> CassetteManifest:
     path = manifest_path(cassette)
     try:
         return CassetteManifest.model_validate_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise CassetteError(f"{path}: no manifest; only shipped cassettes carry one") from None
+    except OSError as exc:
+        raise CassetteError(f"{path}: cannot read the manifest: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CassetteError(f"{path}: not a manifest: not UTF-8 text (byte {exc.start})") from None
     except ValidationError as exc:
         field, message = first_problem(exc)
         raise CassetteError(f"{path}: field {field}: {message}") from None
