@@ -13,7 +13,7 @@ from tauproxy.data_model.message import Message
 from tauproxy.data_model.tool import ToolSchema
 
 CallRole = Literal["agent", "user", "judge"]
-CallSource = Literal["live", "replay"]
+CallSource = Literal["live", "shared", "replay"]
 
 
 class ConnectionSettings(BaseModel):
