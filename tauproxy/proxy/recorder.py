@@ -49,6 +49,7 @@ from tauproxy.store.cassette import Cassette
 from tauproxy.store.miss import replay_miss
 from tauproxy.store.wire_form import replay_form
 
+
 @dataclass(frozen=True)
 class _Sent:
     """This run's live answer to one sample, as a replay of it will be: what identical calls share."""
