@@ -179,6 +179,7 @@ class CassetteTransport:
             role=call.role,
             call_index=call.call_index,
             occurrence=call.identity.occurrence,
+            made_in=call.made_in,
         )
 
     def close(self) -> None:
