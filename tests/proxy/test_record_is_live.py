@@ -107,3 +107,16 @@ def test_the_client_keeps_shared_calls_apart_in_its_records(tmp_path: Path) -> N
     for _ in range(3):
         client.complete_wire(dict(WIRE), "agent", ConnectionSettings())
     assert [r.source for r in client.records] == ["live", "shared", "shared"]
+
+
+def test_serve_in_record_mode_shares_its_own_answer_and_counts_it_apart(tmp_path: Path) -> None:
+    import anyio
+
+    from tauproxy.serve.completions import CompletionService
+
+    service = CompletionService(RecordMode.RECORD, with_an_older_answer(tmp_path), saying("new answer"), PRICED)
+    bodies = [anyio.run(service.complete, dict(WIRE), None, "agent") for _ in range(2)]  # no scope header
+    assert {content(body) for body in bodies} == {"new answer"}
+    stats = service.stats.snapshot()
+    assert (stats["live"], stats["shared"], stats["hits"], stats["requests"]) == (1, 1, 0, 2)
+    assert stats["shared_saved_cost_usd"] == pytest.approx(stats["live_cost_usd"])
