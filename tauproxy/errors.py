@@ -84,7 +84,7 @@ class CallSummary:
     def where(self) -> str:
         """`task T, trial N`, or what is known instead."""
         if self.task_id is None:
-            return "no trial scope (recorded as one sample per distinct request)"
+            return "no trial scope (one sample per distinct request)"
         trial = f"task {self.task_id}, trial {self.trial}"
         return trial if self.scoped else f"{trial} (keyed without a trial scope)"
 

@@ -82,7 +82,7 @@ def test_a_miss_in_a_trial_names_that_trial_though_its_key_names_none(tmp_path: 
     assert miss.nearest is not None and (miss.nearest.task_id, miss.nearest.scoped) == (None, False)
     text = str(miss)
     assert text.startswith("replay miss: task 0, trial 2 (keyed without a trial scope), call #0 (agent)")
-    assert "nearest recorded call: key" in text and "no trial scope (recorded as one sample per" in text
+    assert "nearest recorded call: key" in text and "no trial scope (one sample per distinct request), call #0" in text
     assert "task serve" not in text and "holds no" not in text
 
 
@@ -97,7 +97,7 @@ def test_a_miss_without_any_trial_says_so_plainly(tmp_path: Path) -> None:
         anyio.run(service.complete, request_to_wire(request(0.7)), None, "agent")
     assert caught.value.status == 404
     text = caught.value.message
-    assert "replay miss: no trial scope (recorded as one sample per distinct request), call #0 (agent)" in text
+    assert "replay miss: no trial scope (one sample per distinct request), call #0 (agent)" in text
     assert "task serve" not in text
 
 
