@@ -100,6 +100,7 @@ def step_line(step: BisectStep) -> str:
     saved = money(cost.saved_usd, cost.saved_unknown_price_calls)
     return (
         f"[{step.position}] {Path(step.config).name}: score {score} -> {step.verdict.value.upper()}; "
-        f"live {live} ({cost.live_calls} calls), saved by replay {saved} ({cost.replayed_calls} calls)"
+        f"live {live} ({cost.live_calls} calls), saved by replay {saved} ({cost.replayed_calls} calls), "
+        f"{cost.shared_calls} calls shared"
         f"{resumed}  [{step.reason}]"
     )

@@ -111,7 +111,7 @@ def demo_command(
     cost = base_summary.cost
     console.print(f"{pass_line(base_summary)}   ({base_summary.num_tasks} tasks x {base_summary.num_trials} trials)")
     console.print(
-        f"calls: {base_summary.calls.live} live, {base_summary.calls.replayed} replayed;  "
+        f"calls: {base_summary.calls.text()};  "
         f"live spend [bold]{money(cost.live_usd)}[/], saved {money(cost.replayed_usd)}"
     )
     console.print(priced_note(prices), style="dim", soft_wrap=True)
@@ -136,7 +136,7 @@ def demo_command(
     console.print(f"baseline  {pass_line(base_summary)}", soft_wrap=True)
     for role, row in summary.cost.by_role.items():
         console.print(
-            f"  {role:<6} {row.live.calls:>4} live  {row.replayed.calls:>4} replayed   "
+            f"  {role:<6} {row.live.calls:>4} live  {row.replayed.calls:>4} replayed  {row.shared.calls:>4} shared   "
             f"spent {money(row.live_usd)}  saved {money(row.replayed_usd)}"
         )
     console.print(

@@ -112,14 +112,15 @@ def _print_short(console: Console, summary: ReportSummary, saved_to: str | None,
 
 
 def cost_line(summary: ReportSummary) -> str:
-    """Live spend against what replay saved, the call counts and the price source, on one line."""
+    """Live spend against what replay (and sharing) saved, the call counts and the price source, on one line."""
     cost, calls = summary.cost, summary.calls
     prices = f"prices: {summary.price_source or 'unknown'}"
-    if not (calls.live or calls.replayed):
+    if not calls.any:
         return f"cost: no calls recorded, so live or replayed is unknown; {prices}"
+    shared = f", {tally_money(cost.shared)} saved by sharing" if calls.shared else ""
     return (
-        f"cost: {tally_money(cost.live)} spent live, {tally_money(cost.replayed)} saved by replay; "
-        f"calls {calls.live} live / {calls.replayed} replayed; {prices}"
+        f"cost: {tally_money(cost.live)} spent live, {tally_money(cost.replayed)} saved by replay{shared}; "
+        f"calls {calls.text()}; {prices}"
     )
 
 
@@ -223,18 +224,26 @@ def _split_table(
 ) -> Table:
     table = Table(title=title, show_edge=False)
     table.add_column(first)
-    for name in ("live (spent)", "replayed (saved)", "calls live/replayed", "tokens in/out live", "tokens replayed"):
+    for name in (
+        "live (spent)",
+        "replayed (saved)",
+        "shared (saved)",
+        "calls live/replayed/shared",
+        "tokens in/out live",
+        "tokens replayed",
+    ):
         table.add_column(name, justify="right")
     rows = sorted(split.items(), key=lambda item: -(item[1].live.known_usd + item[1].replayed.known_usd))
     if total is not None:
         rows.append(("total", total))
     for name, row in rows[:limit] if limit else rows:
-        live, replayed = row.live, row.replayed
+        live, replayed, shared = row.live, row.replayed, row.shared
         table.add_row(
             name,
             tally_money(live),
             tally_money(replayed),
-            f"{live.calls}/{replayed.calls}",
+            tally_money(shared),
+            f"{live.calls}/{replayed.calls}/{shared.calls}",
             f"{live.prompt_tokens:,}/{live.completion_tokens:,}",
             f"{replayed.prompt_tokens:,}/{replayed.completion_tokens:,}",
         )
@@ -243,7 +252,7 @@ def _split_table(
 
 def _print_costs(console: Console, summary: ReportSummary) -> None:
     cost, calls = summary.cost, summary.calls
-    if calls.live or calls.replayed:
+    if calls.any:
         _print_recorded_costs(console, summary)
     else:
         # No call records at all (a τ²-bench file without its run log): live against replayed is
@@ -258,11 +267,19 @@ def _print_costs(console: Console, summary: ReportSummary) -> None:
 
 def _print_recorded_costs(console: Console, summary: ReportSummary) -> None:
     cost, calls = summary.cost, summary.calls
-    totals = CostSplit(live_usd=cost.live_usd, replayed_usd=cost.replayed_usd, live=cost.live, replayed=cost.replayed)
-    console.print(_split_table("cost by role: live (spent) vs replayed (saved)", cost.by_role, "role", total=totals))
+    totals = CostSplit(
+        live_usd=cost.live_usd,
+        replayed_usd=cost.replayed_usd,
+        live=cost.live,
+        replayed=cost.replayed,
+        shared=cost.shared,
+    )
     console.print(
-        f"calls {calls.live} live / {calls.replayed} replayed; latency "
-        f"{cost.latency_s.live:.2f} s live / {cost.latency_s.replayed:.2f} s replayed (as recorded)"
+        _split_table("cost by role: live (spent) vs replayed and shared (saved)", cost.by_role, "role", total=totals)
+    )
+    console.print(
+        f"calls {calls.text()}; latency {cost.latency_s.live:.2f} s live / {cost.latency_s.replayed:.2f} s "
+        f"replayed / {cost.latency_s.shared:.2f} s shared (as recorded)"
     )
     if len(cost.by_model) > 1:
         console.print(_split_table("by model", cost.by_model, "model"))

@@ -1,7 +1,7 @@
 """Runs a RunConfig behind a progress bar, then prints the summary and what stopped the run.
 
 The bar (stderr, and only on a terminal) shows done/total, an ETA, the live spend of this
-invocation (against --max-cost when set), the running pass^1 and live against replayed calls.
+invocation (against --max-cost when set), the running pass^1 and live against replayed and shared calls.
 `ProgressState` holds those numbers and `progress_line` formats them, so the bar is tested as a
 unit: rich only draws the line.
 """
@@ -43,6 +43,7 @@ class ProgressState:
     unpriced_live_calls: int = 0
     live_calls: int = 0
     replayed_calls: int = 0
+    shared_calls: int = 0  # answered by this run's own live call to the identical sample
     excluded: int = 0
     # task id -> [passed, scored]: pass^1 is the mean over tasks of each task's pass rate.
     tasks: dict[str, list[int]] = field(default_factory=dict)
@@ -58,8 +59,11 @@ class ProgressState:
         self._score(run)
         self.done += 1
         for call in run.calls:
-            if call.source != "live":
+            if call.source == "replay":
                 self.replayed_calls += 1
+                continue
+            if call.source == "shared":
+                self.shared_calls += 1
                 continue
             self.live_calls += 1
             if call.cost_usd is None:
@@ -89,7 +93,8 @@ class ProgressState:
 
 
 def progress_line(state: ProgressState, now: float) -> str:
-    """The text beside the bar: `9/20  ETA 0:12  spent $0.4537 of $0.5000  pass^1 0.889  calls 60 live / 4 replayed`."""
+    """The text beside the bar, e.g.
+    `9/20  ETA 0:12  spent $0.4537 of $0.5000  pass^1 0.889  calls 60 live / 4 replayed / 0 shared`."""
     parts = [f"{state.done}/{state.total}"]
     if state.done == state.resumed:
         # Nothing finished yet: the first trial may be loading a provider library (litellm, ~5 s).
@@ -101,7 +106,7 @@ def progress_line(state: ProgressState, now: float) -> str:
     parts.append(f"spent {spent} of {money(state.budget)}" if state.budget is not None else f"spent {spent}")
     pass_1 = state.pass_hat_1
     parts.append(f"pass^1 {pass_1:.3f}" if pass_1 is not None else "pass^1 -")
-    parts.append(f"calls {state.live_calls} live / {state.replayed_calls} replayed")
+    parts.append(f"calls {state.live_calls} live / {state.replayed_calls} replayed / {state.shared_calls} shared")
     if state.excluded:
         parts.append(f"{state.excluded} excluded (infrastructure)")
     return "  ".join(parts)

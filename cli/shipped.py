@@ -89,7 +89,8 @@ def rerecord_command(
                 run.model_copy(
                     update={
                         "expected_pass_hat_k": summary.pass_hat_k,
-                        "calls": summary.calls.live + summary.calls.replayed,
+                        # Shared calls are answered from the cassette on replay, like the rest.
+                        "calls": summary.calls.live + summary.calls.replayed + summary.calls.shared,
                     }
                 )
             )

@@ -18,7 +18,7 @@ from tauproxy_cli.output import out_console, print_json
 from tauproxy_cli.run_input import RUN_ARGUMENT, RUN_LOG_HELP
 
 ROLE_STYLES = {"assistant": "cyan", "user": "green", "tool": "yellow", "system": "magenta"}
-SOURCE_LABELS = {"live": "live", "replay": "replayed"}
+SOURCE_LABELS = {"live": "live", "replay": "replayed", "shared": "shared"}
 
 
 def view_command(

@@ -61,17 +61,37 @@ class CassetteWriteError(CassetteError):
 
 @dataclass(frozen=True)
 class CallSummary:
-    """Who a call is: its sample identity, role and model (a missed call, or a recorded one)."""
+    """Who a call is: its sample identity, role and model (a missed call, or a recorded one).
+
+    `task_id` and `trial` name the trial the call belongs to, None when that is not known. `scoped`
+    says whether its sample was keyed in that trial; a call keyed without a trial scope (`tauproxy
+    serve` without a scope header, τ²-bench's own calls) is one sample per distinct request, and
+    only says its trial when the caller knew it (a trial of `tauproxy run`), never when recorded.
+    """
 
     key: str
     sample_key: str
-    task_id: str
-    trial: int
+    task_id: str | None
+    trial: int | None
     occurrence: int
     seed: int | None
     call_index: int
     role: str
     model: str | None
+    scoped: bool = True
+
+    @property
+    def where(self) -> str:
+        """`task T, trial N`, or what is known instead."""
+        if self.task_id is None:
+            return "no trial scope (one sample per distinct request)"
+        trial = f"task {self.task_id}, trial {self.trial}"
+        return trial if self.scoped else f"{trial} (keyed without a trial scope)"
+
+    @property
+    def place(self) -> tuple[bool, str | None, int | None]:
+        """What two calls share when they are of one trial's calls (or both of none)."""
+        return (self.scoped, self.task_id, self.trial)
 
 
 DifferencePart = Literal["model", "param", "tool_choice", "tool", "tools", "message", "messages", "sample"]
@@ -117,10 +137,12 @@ class ReplayMiss:
 
     def render(self) -> str:
         call = self.call
-        where = f"task {call.task_id}, trial {call.trial}, call #{call.call_index} ({call.role})"
+        where = f"{call.where}, call #{call.call_index} ({call.role})"
         if self.recorded_as:
             shown = ", ".join(
                 f"task {e.task_id} trial {e.trial} occurrence {e.occurrence} seed {e.seed}"
+                if e.scoped
+                else f"without a trial scope, seed {e.seed}"
                 for e in self.recorded_as[:SHOWN_SAMPLES]
             )
             more = " ..." if len(self.recorded_as) > SHOWN_SAMPLES else ""
@@ -130,13 +152,13 @@ class ReplayMiss:
             )
         lines = [f"replay miss: {where} was never recorded in {self.cassette} (key {call.key[:12]})"]
         nearest = self.nearest
-        if nearest is None or (nearest.task_id, nearest.trial) != (call.task_id, call.trial):
+        if call.scoped and (nearest is None or nearest.place != call.place):
             lines.append(
                 f"the cassette holds no {call.role + ' ' if self.scope_has_calls else ''}call for this task/trial"
             )
         if nearest is not None:
             lines.append(
-                f"nearest recorded call: key {nearest.key[:12]}, task {nearest.task_id}, trial {nearest.trial}, "
+                f"nearest recorded call: key {nearest.key[:12]}, {nearest.where}, "
                 f"call #{nearest.call_index} ({nearest.role})"
             )
             lines.append(render_differences(self.differences))

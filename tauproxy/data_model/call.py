@@ -13,7 +13,7 @@ from tauproxy.data_model.message import Message
 from tauproxy.data_model.tool import ToolSchema
 
 CallRole = Literal["agent", "user", "judge"]
-CallSource = Literal["live", "replay"]
+CallSource = Literal["live", "shared", "replay"]
 
 
 class ConnectionSettings(BaseModel):
@@ -98,6 +98,9 @@ class ModelCall:
     that need it (scripted, local) only run in-process. `connection` says how to reach the
     provider and is never keyed or written. `upstream_model` is the model a proxy routes the call
     to, when that differs from the name asked for (serve's upstream map); pricing tries it first.
+    `made_in` is the trial the call was made in when its identity names none (τ²-bench's own calls
+    through the bridge are keyed as serve keys a request without a scope header): for reports only,
+    never keyed or recorded.
     """
 
     wire: dict[str, Any]
@@ -107,6 +110,7 @@ class ModelCall:
     request: ModelRequest | None = None
     connection: ConnectionSettings = field(default_factory=ConnectionSettings)
     upstream_model: str | None = None
+    made_in: TrialScope | None = None
 
     @property
     def model(self) -> str:
@@ -123,6 +127,11 @@ class ModelCall:
     @property
     def scope(self) -> TrialScope:
         return self.identity.scope
+
+    @property
+    def trial(self) -> TrialScope | None:
+        """The trial the call belongs to: its scope, else the trial it was made in; None when unknown."""
+        return self.scope if self.scope.names_a_trial else self.made_in
 
     @property
     def billed_as(self) -> tuple[str, ...]:

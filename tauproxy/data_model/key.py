@@ -281,6 +281,11 @@ class TrialScope(BaseModel):
     task_id: str
     trial: int
 
+    @property
+    def names_a_trial(self) -> bool:
+        """False for the fixed scope of requests that name no trial (SERVE_SCOPE): not a real trial."""
+        return self != SERVE_SCOPE
+
 
 # The scope of every request that names no trial (`identify_unscoped`; serve/identity.py says why
 # such a request has no occurrence counter).

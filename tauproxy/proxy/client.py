@@ -50,7 +50,15 @@ class ModelClient:
         identified as `tauproxy serve` identifies a request without a scope header (`identify_unscoped`):
         one sample per request, no occurrence counting, so the two share one cassette."""
         identity, _ = identify_unscoped(wire, keys)
-        call = ModelCall(wire, identity, role, len(self.records), connection=connection, upstream_model=upstream_model)
+        call = ModelCall(
+            wire,
+            identity,
+            role,
+            len(self.records),
+            connection=connection,
+            upstream_model=upstream_model,
+            made_in=self.scope,  # so a miss report names this trial, though the key names none
+        )
         return self._send(call, upstream_model or str(wire["model"]))
 
     def _send(self, call: ModelCall, model: str) -> Completion:

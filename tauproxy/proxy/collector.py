@@ -7,7 +7,9 @@ with `Cassette.record` (same lock, single write and fsync) before it saves the t
 
 Lookups behave as on the thread path: a sample key names its (task, trial, occurrence), so one trial
 can never hit a call recorded by another trial of the same run, and not seeing the other trials'
-new calls changes nothing.
+new calls changes nothing. The exception is calls that name no trial (τ²-bench's own, through the
+bridge): identical ones share one live answer within a trial here, and within the whole run on the
+thread path; across a Ray run's trials each goes live once.
 """
 
 from __future__ import annotations

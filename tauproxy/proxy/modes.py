@@ -11,10 +11,13 @@ class RecordMode(StrEnum):
     """How the cassette is used.
 
     replay  strict and offline: a request that is not recorded is an error
-    record  always call live and record every call
+    record  always call live and record every call; the cassette is never read
     auto    replay what is recorded, call live and record the rest (the default)
     off     no cassette at all
     once    record when the cassette is empty, replay strictly otherwise (see `resolved`)
+
+    In every mode that goes live, a call that is the same sample as one this run already sent live
+    gets that one answer ("shared", proxy/recorder.py), never a second live call.
     """
 
     REPLAY = "replay"

@@ -15,12 +15,27 @@ first run and its replay see the same answers.
 
 Serve looks a call up on its event loop and sends only a miss to a worker thread, so the layer has
 the two halves as entry points too: `replay` (hit or None) and `complete_miss`.
+
+Where an answer comes from (`Completion.source`):
+
+    live    this call went to the provider (and was recorded)
+    shared  an identical sample this run already sent live: its one answer, kept in memory (calls
+            that name no trial are one sample per distinct request, serve/identity.py; so are a
+            retried trial's calls). Never a second live call, never an older recording
+    replay  read from the cassette: recorded before this run, or by it in auto and replay mode
+
+In `record` mode nothing is ever read from the cassette: every answer is this run's own, live or
+shared. The shared answers are kept in memory rather than looked up, because the cassette may hold
+an older answer to the same sample (the last line wins, and another process may append), and a Ray
+worker's copy of the cassette holds none of this run's recordings.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from tauproxy.data_model.call import Cost, ModelCall
@@ -33,6 +48,16 @@ from tauproxy.proxy.transport import Transport
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.miss import replay_miss
 from tauproxy.store.wire_form import replay_form
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """This run's live answer to one sample, as a replay of it will be: what identical calls share."""
+
+    body_json: str  # a fresh body per share: callers may change what they are given
+    latency_s: float
+    cost: Cost
+
 
 # What becomes of a new recording: the thread path and serve append it (Cassette.record); a Ray
 # worker collects it for the driver, the single writer. It must raise if the recording is lost.
@@ -64,19 +89,21 @@ class CassetteTransport:
         self._recorder: Recorder = recorder if recorder is not None else self._append
         # Single flight: concurrent calls of one sample key (possible only when callers share sample
         # identities, as serve's clients without a scope header do) send one live call; the others
-        # wait and replay it. In record mode, what this layer recorded is replayed too, so one run
-        # never holds two different answers to one sample.
+        # wait and share its answer. Later ones share it too, in every mode, so one run never holds
+        # two different answers to one sample.
         self._lock = threading.Lock()
         self._in_flight: dict[str, threading.Event] = {}
-        self._fresh: set[str] = set()
+        self._sent: dict[str, _Sent] = {}
 
     def _append(self, recording: CallRecording) -> None:
         self.cassette.record(recording)
 
     def replay(self, call: ModelCall) -> Completion | None:
-        """The recorded answer to `call` (priced), or None: a hit or a miss. Cheap: an index lookup."""
-        if not self.mode.looks_up and call.sample_key not in self._fresh:
-            return None
+        """The answer `call` has without going live (priced), or None: shared from this run's own
+        live call, else (auto, replay) read from the cassette. Cheap: a dict or an index lookup."""
+        shared = self._shared(call)
+        if shared is not None or not self.mode.looks_up:
+            return shared
         entry = self.cassette.lookup(call.sample_key)
         if entry is None:
             return None
@@ -92,24 +119,18 @@ class CassetteTransport:
         if self._live is None:
             raise ReplayMissError(self.miss(call))
         while True:
-            replayed = None
             with self._lock:
+                # A leader may have answered this sample since `replay` missed it (serve looks a
+                # call up on its loop, then waits for a thread). A leader keeps its answer before
+                # it leaves, so a new miss costs no second lookup.
+                shared = self._shared(call)
+                if shared is not None:
+                    return shared
                 leader = self._in_flight.get(call.sample_key)
                 if leader is None:
-                    # A leader may have recorded this sample since `replay` missed it (serve looks a
-                    # call up on its loop, then waits for a thread). A leader records, and marks the
-                    # sample fresh, before it leaves, so a new miss costs no second lookup.
-                    replayed = self.replay(call) if call.sample_key in self._fresh else None
-                    if replayed is None:
-                        done = self._in_flight[call.sample_key] = threading.Event()
-            if replayed is not None:
-                return replayed
-            if leader is None:
-                break
-            leader.wait()  # then replay what it recorded, or, if it failed, try ourselves
-            replayed = self.replay(call)
-            if replayed is not None:
-                return replayed
+                    done = self._in_flight[call.sample_key] = threading.Event()
+                    break
+            leader.wait()  # then share what it answered, or, if it failed, try ourselves
         try:
             return self._go_live(call)
         finally:
@@ -131,13 +152,22 @@ class CassetteTransport:
                 f"cassette {self.cassette.directory} is not writable ({exc}); stopping so that no further "
                 "paid answer goes unrecorded: fix it and rerun the same command to resume"
             ) from None
-        self._fresh.add(call.sample_key)
+        body = replay_form(recording)
+        self._sent[call.sample_key] = _Sent(json.dumps(body), recording.latency_s, cost)
         return Completion(
-            body=replay_form(recording),
+            body=body,
             source="live",
             latency_s=recording.latency_s,  # as recorded, so that the live run and its replay agree
             cost=cost,
         )
+
+    def _shared(self, call: ModelCall) -> Completion | None:
+        """This run's live answer to `call`'s sample, for a call that repeats it, or None."""
+        sent = self._sent.get(call.sample_key)
+        if sent is None:
+            return None
+        answer = Completion(body=json.loads(sent.body_json), source="shared", latency_s=sent.latency_s)
+        return self._price.apply(call, answer, sent.cost)
 
     def miss(self, call: ModelCall) -> ReplayMiss:
         """Why `call` is not in the cassette: the nearest recorded call and how it differs."""
@@ -149,6 +179,7 @@ class CassetteTransport:
             role=call.role,
             call_index=call.call_index,
             occurrence=call.identity.occurrence,
+            made_in=call.made_in,
         )
 
     def close(self) -> None:

@@ -110,10 +110,7 @@ def render_side_by_side(report: SideBySide) -> str:
                 ci = f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""
                 scores.append(f"pass^{k} {value:.3f}{ci}")
         lines.append(f"  {summary.num_tasks} tasks x {summary.num_trials} trials; " + "; ".join(scores))
-        lines.append(
-            f"  avg reward {summary.avg_reward:.3f}; live cost {_cost(summary)}; "
-            f"calls live/replayed {summary.calls.live}/{summary.calls.replayed}"
-        )
+        lines.append(f"  avg reward {summary.avg_reward:.3f}; live cost {_cost(summary)}; calls {summary.calls.text()}")
     for item in report.comparisons:
         if item.comparison is None:
             lines.append(f"{item.candidate} vs {item.baseline}: no scored task in common")

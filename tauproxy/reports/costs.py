@@ -1,17 +1,22 @@
-"""Money: live spend and replayed (saved) spend, split by role, model and task. Unknown stays unknown."""
+"""Money: live spend, replayed (saved) spend and shared (saved) spend, split by role, model and task.
+Unknown stays unknown.
+
+A shared call is one the run answered with its own earlier live answer to the identical sample
+(proxy/recorder.py): it cost nothing of its own, like a replay, but came from no cassette.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tauproxy.data_model.call import CallRecord
 from tauproxy.data_model.result import SimulationRun
 
 
 class Tally(BaseModel):
-    """The calls on one side, live or replayed, of one group (or of all calls)."""
+    """The calls on one side, live, replayed or shared, of one group (or of all calls)."""
 
     # None as soon as one call has no price; the priced part stays visible in known_usd.
     usd: float | None
@@ -21,14 +26,20 @@ class Tally(BaseModel):
     prompt_tokens: int
     completion_tokens: int
 
+    @classmethod
+    def none(cls) -> Tally:
+        """No calls (a report made before shared calls were counted apart has none)."""
+        return cls(usd=0.0, known_usd=0.0, unknown_price_calls=0, calls=0, prompt_tokens=0, completion_tokens=0)
+
 
 class CostSplit(BaseModel):
-    """One role, model or task: what its live calls spent and its replayed calls saved."""
+    """One role, model or task: what its live calls spent and its replayed and shared calls saved."""
 
     live_usd: float | None
     replayed_usd: float | None
     live: Tally
     replayed: Tally
+    shared: Tally = Field(default_factory=Tally.none)
 
 
 class Latency(BaseModel):
@@ -36,6 +47,7 @@ class Latency(BaseModel):
 
     live: float
     replayed: float
+    shared: float = 0.0
 
 
 class UnattributedCost(BaseModel):
@@ -58,6 +70,7 @@ class CostSummary(BaseModel):
     by_task: dict[str, CostSplit]
     latency_s: Latency
     unattributed: UnattributedCost
+    shared: Tally = Field(default_factory=Tally.none)
 
 
 class _Adder:
@@ -93,18 +106,21 @@ class _Adder:
 
 
 class _Sides:
-    """Adds a group's calls up, live and replayed apart."""
+    """Adds a group's calls up, live, replayed and shared apart."""
 
     def __init__(self) -> None:
         self.live = _Adder()
         self.replayed = _Adder()
+        self.shared = _Adder()
 
     def add(self, call: CallRecord) -> None:
-        (self.live if call.source == "live" else self.replayed).add(call)
+        {"live": self.live, "replay": self.replayed, "shared": self.shared}[call.source].add(call)
 
     def split(self) -> CostSplit:
         live, replayed = self.live.tally(), self.replayed.tally()
-        return CostSplit(live_usd=live.usd, replayed_usd=replayed.usd, live=live, replayed=replayed)
+        return CostSplit(
+            live_usd=live.usd, replayed_usd=replayed.usd, live=live, replayed=replayed, shared=self.shared.tally()
+        )
 
 
 def cost_summary(runs: list[SimulationRun]) -> CostSummary:
@@ -116,18 +132,23 @@ def cost_summary(runs: list[SimulationRun]) -> CostSummary:
         for call in run.calls:
             for sides in (total, by_role[call.role], by_model[call.model], by_task[run.task_id]):
                 sides.add(call)
-    live, replayed = total.live.tally(), total.replayed.tally()
+    live, replayed, shared = total.live.tally(), total.replayed.tally(), total.shared.tally()
     return CostSummary(
         live_usd=live.usd,
         replayed_usd=replayed.usd,
-        unknown_price_calls=live.unknown_price_calls + replayed.unknown_price_calls,
+        unknown_price_calls=live.unknown_price_calls + replayed.unknown_price_calls + shared.unknown_price_calls,
         live=live,
         replayed=replayed,
         by_role=_splits(by_role),
         by_model=_splits(by_model),
         by_task=_splits(by_task),
-        latency_s=Latency(live=round(total.live.latency_s, 6), replayed=round(total.replayed.latency_s, 6)),
+        latency_s=Latency(
+            live=round(total.live.latency_s, 6),
+            replayed=round(total.replayed.latency_s, 6),
+            shared=round(total.shared.latency_s, 6),
+        ),
         unattributed=_unattributed([run for run in runs if not run.calls]),
+        shared=shared,
     )
 
 

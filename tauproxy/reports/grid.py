@@ -14,8 +14,12 @@ CellSource = Literal["live", "replayed", "mixed", "unknown"]
 
 
 def call_source(run: SimulationRun) -> CellSource:
-    """Where a trial's calls came from; "unknown" when it kept no call records (a τ²-bench file)."""
-    kinds = {call.source for call in run.calls}
+    """Where a trial's calls came from; "unknown" when it kept no call records (a τ²-bench file).
+
+    A shared call got this run's own live answer to an identical sample: live, as far as the trial's
+    answers are concerned (new, not read from a cassette).
+    """
+    kinds = {"live" if call.source == "shared" else call.source for call in run.calls}
     if not kinds:
         return "unknown"
     if kinds == {"live"}:

@@ -246,12 +246,14 @@ def _costs(summary: ReportSummary) -> str:
         if unattributed.simulations:
             values["source unknown"] = unattributed.by_role.get(role)
         groups.append(CostGroup(label=role, values=values))
+        # Shared calls (this run's own answer to an identical sample) are in the table, not the chart.
+        shown = {**values, "shared": cost.by_role[role].shared.usd} if role in cost.by_role else values
         rows.append(
             row(
                 cell(role),
                 *[
-                    cell(money(values[s]) if s in values else "-", number=True)
-                    for s in ("live", "saved", "source unknown")
+                    cell(money(shown[s]) if s in shown else "-", number=True)
+                    for s in ("live", "saved", "shared", "source unknown")
                 ],
             )
         )
@@ -260,12 +262,13 @@ def _costs(summary: ReportSummary) -> str:
             cell("total"),
             cell(money(cost.live_usd), number=True),
             cell(money(cost.replayed_usd), number=True),
+            cell(money(cost.shared.usd), number=True),
             cell("-", number=True),
         )
     )
     unknown = cost.unknown_price_calls
     note = element("p", f"{unknown} calls had no known price and are not in these sums.") if unknown else ""
-    headers = ["role", "live (spent)", "replayed (saved)", "source unknown"]
+    headers = ["role", "live (spent)", "replayed (saved)", "shared (saved)", "source unknown"]
     parts = [table(headers, rows), note, _chart_or_note(groups, "chart-cost-by-role")]
     if cost.by_model:
         parts += [element("h3", "By model"), _split_table("model", cost.by_model)]
@@ -310,7 +313,8 @@ def _split_table(first: str, splits: dict[str, CostSplit]) -> str:
             cell(name),
             cell(_tally_money(split.live), number=True),
             cell(_tally_money(split.replayed), number=True),
-            cell(f"{split.live.calls}/{split.replayed.calls}", number=True),
+            cell(_tally_money(split.shared), number=True),
+            cell(f"{split.live.calls}/{split.replayed.calls}/{split.shared.calls}", number=True),
             cell(f"{split.live.prompt_tokens:,}/{split.live.completion_tokens:,}", number=True),
             cell(f"{split.replayed.prompt_tokens:,}/{split.replayed.completion_tokens:,}", number=True),
         )
@@ -320,7 +324,8 @@ def _split_table(first: str, splits: dict[str, CostSplit]) -> str:
         first,
         "live (spent)",
         "replayed (saved)",
-        "calls live/replayed",
+        "shared (saved)",
+        "calls live/replayed/shared",
         "tokens in/out live",
         "tokens in/out replayed",
     ]

@@ -21,7 +21,7 @@ td.pass{background:#2f9e44}td.fail{background:#e03131}td.excluded{background:#f0
 .role-system{border-color:#ae3ec9}.msg.error{border-color:#e03131;background:#fff5f5}
 .badge{background:#e03131;color:#fff;padding:0 4px;border-radius:3px}
 .toolcall{font-family:ui-monospace,monospace;font-size:.9em}.notes{color:#862e9c}
-.src-live{color:#d9480f}.src-replay{color:#1c7ed6}
+.src-live{color:#d9480f}.src-replay{color:#1c7ed6}.src-shared{color:#ae3ec9}
 [hidden]{display:none !important}
 #controls{position:sticky;top:0;background:#fff;padding:6px 0;border-bottom:1px solid #dee2e6;z-index:1}
 #controls input[type=search]{width:24em;margin-left:16px}#match-count{margin-left:12px;color:#495057}

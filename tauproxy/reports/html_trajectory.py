@@ -11,6 +11,8 @@ from tauproxy.reports.markup import cell, element, row, table
 from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, is_success
 from tauproxy.reports.trajectory import reward_checks, tool_names_by_call
 
+SOURCE_LABELS = {"live": "live", "replay": "replayed", "shared": "shared"}
+
 CHECK = {True: "✓", False: "✗"}
 
 
@@ -133,7 +135,7 @@ def calls_block(run: SimulationRun) -> str:
         row(
             cell(str(c.index), number=True),
             cell(c.role),
-            cell("live" if c.source == "live" else "replayed", class_=f"src-{c.source}"),
+            cell(SOURCE_LABELS[c.source], class_=f"src-{c.source}"),
             cell(c.model),
             cell(f"{c.usage.prompt_tokens}/{c.usage.completion_tokens}", number=True),
             cell("unknown" if c.cost_usd is None else f"${c.cost_usd:.6f}", number=True),

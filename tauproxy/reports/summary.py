@@ -46,8 +46,20 @@ NanAsNull = Annotated[
 
 
 class CallCounts(BaseModel):
+    """Where the calls' answers came from: the provider, the cassette, or this run's own live answer
+    to an identical sample (shared; 0 in reports made before it was counted apart)."""
+
     live: int
     replayed: int
+    shared: int = 0
+
+    def text(self) -> str:
+        """`60 live / 4 replayed / 2 shared`: how every printout names them."""
+        return f"{self.live} live / {self.replayed} replayed / {self.shared} shared"
+
+    @property
+    def any(self) -> bool:
+        return bool(self.live or self.replayed or self.shared)
 
 
 class RoleModels(BaseModel):
@@ -115,6 +127,7 @@ def summarize(results: Results) -> ReportSummary:
         calls=CallCounts(
             live=sum(1 for c in calls if c.source == "live"),
             replayed=sum(1 for c in calls if c.source == "replay"),
+            shared=sum(1 for c in calls if c.source == "shared"),
         ),
         cost=_costs(runs),
         models=RoleModels(agent=info.agent_info, user=info.user_info, judge=info.judge_info),

@@ -4,7 +4,7 @@ A row says what the trial scored (the reward and each reward component), how it 
 model calls came from and what they cost and used, by role. What the input does not say stays
 unknown (an empty cell, never 0):
 
-- a τ²-bench file keeps no call records, so its live and replayed counts and its live cost are
+- a τ²-bench file keeps no call records, so its live, replayed and shared counts and its live cost are
   unknown (a serve run log joined on fills them in); its tokens come from the usage τ² keeps per
   message (agent and user only);
 - a call with no price makes its role's cost unknown, and the trial's total with it;
@@ -56,6 +56,7 @@ class TrialRow(BaseModel):
     termination: TerminationReason
     live_calls: int | None
     replayed_calls: int | None
+    shared_calls: int | None  # answered by the run's own live call to the identical sample
     cost_usd: float | None
     live_cost_usd: float | None
     agent: RoleUse
@@ -89,6 +90,7 @@ def _row(run: SimulationRun, calls_known: bool, observed: list[ObservedCall] | N
         termination=run.termination_reason,
         live_calls=sum(call.source == "live" for call in run.calls) if calls_known else None,
         replayed_calls=sum(call.source == "replay" for call in run.calls) if calls_known else None,
+        shared_calls=sum(call.source == "shared" for call in run.calls) if calls_known else None,
         cost_usd=_rounded(trial_cost(run)),
         live_cost_usd=_live_cost(run.calls) if calls_known else None,
         agent=roles["agent"],
@@ -143,6 +145,7 @@ def columns(rows: Sequence[TrialRow]) -> list[str]:
         "termination",
         "live_calls",
         "replayed_calls",
+        "shared_calls",
         "cost_usd",
         "live_cost_usd",
         *by_role,
@@ -158,6 +161,7 @@ def flat(row: TrialRow) -> dict[str, Cell]:
             "termination": row.termination.value,
             "live_calls": row.live_calls,
             "replayed_calls": row.replayed_calls,
+            "shared_calls": row.shared_calls,
             "cost_usd": row.cost_usd,
             "live_cost_usd": row.live_cost_usd,
         }

@@ -8,14 +8,14 @@ A line (every field always present; unknown values are null):
     occurrence, call_index
     seed               the request's seed
     role               from X-Tauproxy-Role, else "agent"
-    source             "live" | "replay"
+    source             "live" | "replay" | "shared" (this server's own live answer to the identical sample)
     status             the HTTP status the client got
     error_code         the OpenAI error code when status is not 200
     usage              token usage of the answer (recorded usage for a replay)
     cost_usd           live: what the call cost; replay: what it cost when recorded (saved now)
     price_source
     latency_s          wall time of the answer as served here
-    recorded_latency_s a replay's original upstream latency
+    recorded_latency_s a replayed or shared answer's original upstream latency
     request_fp         role-blind fingerprints of the request's non-system messages (fingerprint.py)
     response_fp        fingerprint of the answer's message
     system_sha256      sha256 of the request's system prompt

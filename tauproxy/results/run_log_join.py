@@ -21,7 +21,7 @@ The rule, per log line in file order (only lines with status 200 take part):
 The role of a matched call is the side that said the matched message: an assistant message is the
 agent's call, a user message the user simulator's. No system prompt has to be known for that; the
 request's system-prompt hash is kept in the run log for harnesses whose transcripts lack roles.
-A replayed call's latency is its recorded one, as in-process records have it.
+A replayed or shared call's latency is its recorded one, as in-process records have it.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class JoinedCall:
     def record(self, index: int) -> CallRecord:
         line = self.line
         assert line.key is not None and line.sample_key is not None  # only identified calls join
-        latency = line.recorded_latency_s if line.source == "replay" and line.recorded_latency_s else line.latency_s
+        latency = line.recorded_latency_s if line.source != "live" and line.recorded_latency_s else line.latency_s
         return CallRecord(
             index=index,
             role=self.role,

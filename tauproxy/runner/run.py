@@ -128,11 +128,19 @@ def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
 
 def check_replay_has_cassette(config: RunConfig) -> None:
     """Strict replay is offline, always: with no cassette to read, it refuses before anything runs
-    instead of calling every model live (and paying, with a provider model)."""
-    if config.cassette is None and config.record_mode is RecordMode.REPLAY:
+    instead of calling every model live (and paying, with a provider model). So does `once`, which
+    replays strictly once its cassette holds calls: without one it would go live on every run."""
+    if config.cassette is not None:
+        return
+    if config.record_mode is RecordMode.REPLAY:
         raise ConfigError(
             "--record-mode replay reads every call from a cassette and never goes live: add --cassette DIR "
             "(or --record-mode off to call the models without one)"
+        )
+    if config.record_mode is RecordMode.ONCE:
+        raise ConfigError(
+            "--record-mode once records a cassette on the first run and replays it strictly after: add "
+            "--cassette DIR (or --record-mode off to call the models without one)"
         )
 
 

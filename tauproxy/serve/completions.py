@@ -9,7 +9,9 @@ upstream map), and the layer's outcomes into HTTP:
     replay  a hit is answered from the cassette; a miss is an HttpError 404 carrying the miss
             report and never reaches the upstream
     auto    a hit replays; a miss goes live and is recorded before it is answered
-    record  always live, always recorded
+    record  always live, always recorded, never read from the cassette
+    (auto and record: a request that repeats a sample this server already sent live, as identical
+    requests without a scope header do, shares that answer: counted as `shared`)
     off     no cassette: a plain proxy that still counts, prices and logs
 A live answer is recorded (fsynced) before the client sees it, and is answered exactly as a replay
 of it will be. Upstream failures are passed through with their status and are never recorded.
@@ -139,6 +141,9 @@ class CompletionService:
         if completion.source == "replay":
             self.stats.hit(call.model, cost.usd)
             return
+        if completion.source == "shared":
+            self.stats.shared(call.model, cost.usd)
+            return
         if self.mode.looks_up:
             self.stats.miss(call.model)
         self.stats.live(call.model, cost.usd)
@@ -175,7 +180,7 @@ class CompletionService:
                 price_source=cost.source if cost is not None else None,
                 latency_s=round(time.perf_counter() - started, 6),
                 recorded_latency_s=completion.latency_s
-                if completion is not None and completion.source == "replay"
+                if completion is not None and completion.source != "live"
                 else None,
                 request_fp=request_fingerprints(messages),
                 response_fp=wire_fingerprint(reply) if reply is not None else None,

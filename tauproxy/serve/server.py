@@ -71,7 +71,8 @@ def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
         snapshot = service.stats.snapshot()
         out(
             f"tauproxy serve: stopped after {snapshot['requests']} requests "
-            f"({snapshot['hits']} replayed, {snapshot['live']} live, {snapshot['errors']} upstream errors)"
+            f"({snapshot['hits']} replayed, {snapshot['live']} live, {snapshot['shared']} shared, "
+            f"{snapshot['errors']} upstream errors)"
         )
         if run_log is not None:
             run_log.close()

@@ -1,4 +1,4 @@
-"""Counters for `GET /stats`: hits, misses, live calls, errors, and what was paid and saved."""
+"""Counters for `GET /stats`: hits, misses, live calls, shared answers, errors, and what was paid and saved."""
 
 from __future__ import annotations
 
@@ -15,9 +15,13 @@ class ModelStats:
     hits: int = 0
     misses: int = 0  # looked up and not found (auto: then went live; replay: answered 404)
     live: int = 0  # answered by the upstream (record mode goes live without a lookup)
+    # answered with this server's own live answer to the identical sample (requests without a scope
+    # header that repeat one): neither a hit (no recording made before it) nor a second live call
+    shared: int = 0
     errors: int = 0  # upstream failures, passed through and never recorded
     live_cost_usd: float = 0.0
-    saved_cost_usd: float = 0.0
+    saved_cost_usd: float = 0.0  # hits at their price
+    shared_saved_cost_usd: float = 0.0  # shared answers at their price
     unpriced: int = 0  # calls whose price is unknown: counted, never taken as free
 
     def add(self, other: ModelStats) -> None:
@@ -47,6 +51,15 @@ class ServeStats:
                 stats.unpriced += 1
             else:
                 stats.saved_cost_usd += saved_usd
+
+    def shared(self, model: str, saved_usd: float | None) -> None:
+        with self._lock:
+            stats = self._model(model)
+            stats.shared += 1
+            if saved_usd is None:
+                stats.unpriced += 1
+            else:
+                stats.shared_saved_cost_usd += saved_usd
 
     def miss(self, model: str) -> None:
         with self._lock:

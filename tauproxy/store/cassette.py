@@ -1,8 +1,8 @@
 """A cassette: one directory, one append-only `calls.jsonl`, looked up through an on-disk index.
 
 `calls.jsonl` is the only source of truth; index.py keeps a derived SQLite index of where each line
-is (beside it in `.tauproxy-index/`, ignored by git), caught up on every open and append and rebuilt
-when it does not describe the file.
+is (beside it in `.tauproxy-index/`, ignored by git, with the lock and any rewrite in progress),
+caught up on every open and append and rebuilt when it does not describe the file.
 
 `Cassette` is the small front most callers need. Its parts, each with one job:
 
@@ -30,6 +30,7 @@ from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.format import CALLS_FILE, CassetteProblem
 from tauproxy.store.indexed_file import IndexedFile
 from tauproxy.store.inspection import CassetteInspector
+from tauproxy.store.locking import remove_leftovers
 from tauproxy.store.reader import CassetteReader
 from tauproxy.store.writer import CassetteWriter, check_writable
 
@@ -58,6 +59,7 @@ class Cassette:
             if not create:
                 raise CassetteError(f"no cassette at {directory} (no {CALLS_FILE})")
             IndexedFile.create(directory)
+        remove_leftovers(directory)  # a killed rewrite's temp file, an older version's lock file
         private = Path(tempfile.mkdtemp(prefix="tauproxy-index-")) if fresh_index else None
         if private is not None:
             atexit.register(shutil.rmtree, private, True)

@@ -68,7 +68,13 @@ from tauproxy.errors import CassetteError
 from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry
 
 CALLS_FILE = "calls.jsonl"
-LOCK_FILE = "calls.jsonl.lock"
+# The cassette's private files live in PRIVATE_DIR beside calls.jsonl, which ignores itself in git
+# (its own `.gitignore`): the derived index (index.py), the lock (locking.py) and a rewrite in
+# progress (rewrite.py). Nothing but calls.jsonl is ever offered for commit.
+PRIVATE_DIR = ".tauproxy-index"
+LOCK_FILE = "calls.jsonl.lock"  # in PRIVATE_DIR; older versions kept it beside calls.jsonl
+# A rewrite's temp file (compact, merge, prune), in PRIVATE_DIR; older versions wrote it beside calls.jsonl.
+REWRITE_PREFIX, REWRITE_SUFFIX = ".calls.", ".tmp"
 REF_LEN = 16  # hex digits of a v3 reference: 64 bits (see the module docstring for the odds)
 FULL_LEN = 64
 

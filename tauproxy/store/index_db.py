@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tauproxy.errors import CassetteError
-from tauproxy.store.format import REF_LEN
+from tauproxy.store.format import PRIVATE_DIR, REF_LEN
+from tauproxy.store.locking import private_dir
 
-INDEX_DIR = ".tauproxy-index"
+INDEX_DIR = PRIVATE_DIR  # the cassette's private directory, which holds its lock too
 SCHEMA = "tauproxy-index-4"
 TAIL = 4096
 CHUNK = 8 << 20
@@ -109,12 +110,8 @@ class FileState:
 
 def index_dir_for(calls_file: Path) -> Path:
     """Beside calls.jsonl when writable, else a per-user directory under the temp directory."""
-    beside = calls_file.parent / INDEX_DIR
     try:
-        beside.mkdir(exist_ok=True)
-        ignore = beside / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# tauproxy's derived index of calls.jsonl: a cache, never committed\n*\n")
+        beside = private_dir(calls_file.parent)
         probe = beside / f".probe-{os.getpid()}"
         probe.touch()
         probe.unlink()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tauproxy.data_model.call import CallRole
-from tauproxy.data_model.key import message_hash, request_key, sample_key, seed_of
+from tauproxy.data_model.key import TrialScope, message_hash, request_key, sample_key, seed_of
 from tauproxy.errors import CallSummary, ReplayMiss
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.diff import request_differences
@@ -15,12 +15,14 @@ from tauproxy.store.format import chain_nodes, chain_refs, short_ref
 
 
 def summary_of(entry: CassetteEntry) -> CallSummary:
-    """A recorded call as the miss report names it."""
+    """A recorded call as the miss report names it (recorded without a trial scope: no trial named)."""
+    scoped = TrialScope(task_id=entry.task_id, trial=entry.trial).names_a_trial
     return CallSummary(
         key=entry.key,
         sample_key=entry.sample_key,
-        task_id=entry.task_id,
-        trial=entry.trial,
+        task_id=entry.task_id if scoped else None,
+        trial=entry.trial if scoped else None,
+        scoped=scoped,
         occurrence=entry.occurrence,
         seed=entry.seed,
         call_index=entry.call_index,
@@ -100,15 +102,23 @@ def replay_miss(
     role: CallRole,
     call_index: int,
     occurrence: int = 0,
+    made_in: TrialScope | None = None,
 ) -> ReplayMiss:
-    """The whole strict-replay miss: what was asked, what is nearest, and how they differ."""
+    """The whole strict-replay miss: what was asked, what is nearest, and how they differ.
+
+    `task_id` and `trial` are the scope the request was keyed in; `made_in` the trial it was made
+    in when that scope names none (τ²-bench's own calls within a trial), so the report names it.
+    """
     key = request_key(wire_request)
     seed = seed_of(wire_request)
+    keyed = TrialScope(task_id=task_id, trial=trial)
+    known = keyed if keyed.names_a_trial else made_in
     call = CallSummary(
         key=key,
         sample_key=sample_key(key, seed, task_id, trial, occurrence),
-        task_id=task_id,
-        trial=trial,
+        task_id=known.task_id if known is not None else None,
+        trial=known.trial if known is not None else None,
+        scoped=keyed.names_a_trial,
         occurrence=occurrence,
         seed=seed,
         call_index=call_index,

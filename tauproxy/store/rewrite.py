@@ -19,8 +19,17 @@ from pathlib import Path
 from tauproxy.errors import CassetteError
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.entry import ENTRY_VERSION, CassetteEntry
-from tauproxy.store.format import encode_blob_text, encode_call, encode_msg_text, encode_node, node_hash, short_ref
-from tauproxy.store.locking import fsync_dir
+from tauproxy.store.format import (
+    REWRITE_PREFIX,
+    REWRITE_SUFFIX,
+    encode_blob_text,
+    encode_call,
+    encode_msg_text,
+    encode_node,
+    node_hash,
+    short_ref,
+)
+from tauproxy.store.locking import fsync_dir, private_dir
 
 
 @dataclass
@@ -186,9 +195,14 @@ class _Rewriter:
 
 
 def _write_beside(target: Path, lines: Iterable[str]) -> Path:
-    """Write `lines` to a temp file beside `target` and fsync it; the caller renames it over `target`."""
+    """Write `lines` to a temp file in the cassette's private directory (git ignores it; a killed
+    rewrite's file is removed on the next open: locking.remove_leftovers) and fsync it; the caller
+    renames it over `target`, on the same file system."""
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".calls.", suffix=".tmp")
+    try:
+        fd, temp = tempfile.mkstemp(dir=private_dir(target.parent), prefix=REWRITE_PREFIX, suffix=REWRITE_SUFFIX)
+    except OSError as exc:
+        raise CassetteError(f"cannot rewrite {target}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
             for line in lines:

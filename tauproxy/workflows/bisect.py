@@ -39,6 +39,8 @@ class StepCost(BaseModel):
     saved_usd: float | None
     saved_unknown_price_calls: int
     replayed_calls: int
+    # Answered by the step's own live call to an identical sample (not in saved_usd: no replay).
+    shared_calls: int = 0
 
 
 class BisectStep(BaseModel):
@@ -92,6 +94,7 @@ def _cost(results: Results, new_ids: set[str]) -> StepCost:
         saved_usd=cost.replayed_usd,
         saved_unknown_price_calls=replayed.unknown_price_calls,
         replayed_calls=replayed.calls,
+        shared_calls=cost.shared.calls,
     )
 
 

@@ -180,7 +180,7 @@ def test_load_run_reads_a_tau2_file(tmp_path: Path) -> None:
         api.load_run(tmp_path / "nowhere.json")
 
 
-@pytest.mark.parametrize("mode", ["replay", "none"])
+@pytest.mark.parametrize("mode", ["replay", "none", "once"])
 def test_strict_replay_without_a_cassette_refuses_before_any_call(mode: str, tmp_path: Path) -> None:
     """Strict replay never goes live: with no cassette it names the flag to add, and no trial runs."""
     config = api.run_config(

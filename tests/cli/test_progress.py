@@ -67,6 +67,14 @@ def test_done_eta_spend_pass_rate_and_calls() -> None:
     assert "calls 2 live / 3 replayed" in line
 
 
+def test_shared_calls_are_counted_apart_and_cost_nothing_now() -> None:
+    """A call answered by this run's own live call to the identical sample: not replayed, not paid."""
+    state = ProgressState(total=2, started=0.0)
+    state.finish(trial("a", 0, 1.0, [call("live", 0.25), call("shared", 0.25), call("replay", 0.5)]))
+    line = progress_line(state, now=10.0)
+    assert "calls 1 live / 1 replayed / 1 shared" in line and "spent $0.2500" in line
+
+
 def test_resumed_trials_count_toward_pass_rate_not_toward_spend_or_pace() -> None:
     state = ProgressState(total=4, started=0.0)
     state.resume(trial("a", 0, 0.0, [call("live", 9.0)]))

@@ -133,7 +133,7 @@ def test_identical_calls_in_a_trial_are_distinct_samples(tmp_path: Path) -> None
 @pytest.mark.parametrize("mode", [RecordMode.AUTO, RecordMode.RECORD])
 def test_a_sample_recorded_after_its_lookup_missed_is_replayed_not_sent_again(tmp_path: Path, mode: RecordMode) -> None:
     """Serve's order for two identical headerless requests: both looked up on its loop (both miss),
-    then each answered off the loop. The second replays what the first recorded; a second live call
+    then each answered off the loop. The second shares what the first answered; a second live call
     would record another answer to the same sample, and a replay could not give both back."""
     answers = iter(range(100))
     live = MockTransport(lambda call: text_body(f"noisy #{next(answers)}", model="gpt-test"))
@@ -143,7 +143,7 @@ def test_a_sample_recorded_after_its_lookup_missed_is_replayed_not_sent_again(tm
     assert transport.replay(first) is None and transport.replay(second) is None
     said = transport.complete_miss(first)
     again = transport.complete_miss(second)
-    assert (said.source, again.source) == ("live", "replay")
+    assert (said.source, again.source) == ("live", "shared")
     assert again.body == said.body and len(live.calls) == 1 and len(transport.cassette) == 1
 
 

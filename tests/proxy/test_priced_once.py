@@ -78,16 +78,23 @@ def test_serve_prices_each_call_once(tmp_path: Path) -> None:
 
 
 def test_serve_looks_a_miss_up_once(tmp_path: Path) -> None:
-    service = served(tmp_path, RecordMode.AUTO, Pricing())
     lookups: list[str] = []
-    lookup = service.cassette.lookup
 
-    def counting(sample_key: str) -> Any:
-        lookups.append(sample_key)
-        return lookup(sample_key)
+    def counted(service: Any) -> Any:
+        lookup = service.cassette.lookup
 
-    service.cassette.lookup = counting
+        def counting(sample_key: str) -> Any:
+            lookups.append(sample_key)
+            return lookup(sample_key)
+
+        service.cassette.lookup = counting
+        return service
+
+    service = counted(served(tmp_path, RecordMode.AUTO, Pricing()))
     anyio.run(service.complete, request_to_wire(request("a")), None, "agent")  # a miss: live, recorded
     assert len(lookups) == 1
-    anyio.run(service.complete, request_to_wire(request("a")), None, "agent")  # a hit
+    anyio.run(service.complete, request_to_wire(request("a")), None, "agent")  # shared: no lookup at all
+    assert len(lookups) == 1
+    later = counted(served(tmp_path, RecordMode.AUTO, Pricing()))  # a later server: a hit
+    anyio.run(later.complete, request_to_wire(request("a")), None, "agent")
     assert len(lookups) == 2

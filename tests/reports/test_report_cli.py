@@ -29,7 +29,7 @@ def test_json_keeps_the_contract_and_adds_intervals_breakdown_and_grid(run_dir: 
     assert list(report["pass_hat_k"]) == ["1", "2", "3"] and report["num_trials"] == 3
     assert {"task_id", "successes", "trials"} == set(report["tasks"][0])
     assert {"live_usd", "replayed_usd", "by_role", "by_model", "unknown_price_calls"} <= set(report["cost"])
-    assert set(report["calls"]) == {"live", "replayed"}
+    assert set(report["calls"]) == {"live", "replayed", "shared"}
 
     assert list(report["pass_hat_k_ci"]) == list(report["pass_hat_k"])
     for k, (lo, hi) in report["pass_hat_k_ci"].items():

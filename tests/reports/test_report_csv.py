@@ -77,6 +77,7 @@ def test_a_row_counts_calls_and_sums_cost_and_tokens_by_role() -> None:
         "termination",
         "live_calls",
         "replayed_calls",
+        "shared_calls",
         "cost_usd",
         "live_cost_usd",
         *ROLE_COLUMNS,

@@ -143,3 +143,38 @@ def test_an_undefined_average_is_nan_in_python_and_null_in_json() -> None:
 
 def _no_constants(name: str) -> float:
     raise AssertionError(f"{name} is not JSON")
+
+
+def test_shared_calls_are_counted_and_costed_apart_from_replayed_ones() -> None:
+    """A shared call got this run's own live answer to an identical sample: saved, but not replayed."""
+    results = tiny_results(calls=[call(0, "user", "live", 0.25), call(1, "user", "shared", 0.25)])
+    summary = summarize(results)
+    assert summary.calls == CallCounts(live=1, replayed=0, shared=1)
+    assert summary.calls.text() == "1 live / 0 replayed / 1 shared"
+    cost = summary.cost
+    assert (cost.live.calls, cost.replayed.calls, cost.shared.calls) == (1, 0, 1)
+    assert cost.live_usd == 0.25 and cost.replayed_usd == 0.0 and cost.shared.usd == 0.25
+    assert cost.by_role["user"].shared.calls == 1 and cost.latency_s.shared == 0.5
+    # Its answers are new, not read from a cassette: the trial is a live one in the grid.
+    assert [c.source for c in summary.grid[0].trials] == ["live"]
+    from tauproxy.reports.trial_rows import trial_rows
+
+    [row] = trial_rows(results)
+    assert (row.live_calls, row.replayed_calls, row.shared_calls) == (1, 0, 1)
+
+    from tauproxy_cli.report_view import cost_line
+
+    assert "$0.2500 saved by sharing; calls 1 live / 0 replayed / 1 shared" in cost_line(summary)
+
+
+def test_a_report_dumped_before_shared_calls_were_counted_reads_back_with_none() -> None:
+    dump = summarize(two_trials()).model_dump(mode="json")
+    del dump["calls"]["shared"]
+    del dump["cost"]["shared"]
+    del dump["cost"]["latency_s"]["shared"]
+    for table in ("by_role", "by_model", "by_task"):
+        for split in dump["cost"][table].values():
+            del split["shared"]
+    older = ReportSummary.model_validate_json(json.dumps(dump))
+    assert older.calls.shared == 0 and older.cost.shared.calls == 0
+    assert older.cost.by_role["agent"].shared == Tally.none()

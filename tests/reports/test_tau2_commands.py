@@ -327,10 +327,10 @@ def test_report_run_log_shows_live_against_replayed_with_roles(tmp_path: Path) -
     results = write(tmp_path / "airline.json", tiny_tau2())
     (tmp_path / "serve.jsonl").write_text(run_log())
     before = report_json(results)
-    assert before["calls"] == {"live": 0, "replayed": 0}
+    assert before["calls"] == {"live": 0, "replayed": 0, "shared": 0}
 
     joined = json.loads(invoke_cli("report", str(results), "--run-log", str(tmp_path / "serve.jsonl"), "--json").stdout)
-    assert joined["calls"] == {"live": 1, "replayed": 2}
+    assert joined["calls"] == {"live": 1, "replayed": 2, "shared": 0}
     by_role = joined["cost"]["by_role"]
     assert (by_role["agent"]["live"]["calls"], by_role["agent"]["replayed"]["calls"]) == (1, 0)
     assert (by_role["user"]["live"]["calls"], by_role["user"]["replayed"]["calls"]) == (0, 2)
@@ -344,7 +344,7 @@ def test_report_run_log_shows_live_against_replayed_with_roles(tmp_path: Path) -
 
     # The convention: NAME.runlog.jsonl beside NAME.json joins by itself, for every command.
     (tmp_path / "airline.runlog.jsonl").write_text(run_log())
-    assert report_json(results)["calls"] == {"live": 1, "replayed": 2}
+    assert report_json(results)["calls"] == {"live": 1, "replayed": 2, "shared": 0}
     assert [c.source for c in load_any_results(results).simulations[0].calls] == ["replay", "live", "replay"]
     view = json.loads(invoke_cli("view", str(results), "--json").stdout)
     assert [c["role"] for c in view["calls"]] == ["user", "agent", "user"]

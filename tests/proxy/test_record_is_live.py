@@ -1,0 +1,122 @@
+"""`record` means live: no answer recorded before this run is ever served, and an identical sample
+inside one run gets this run's one live answer, counted as "shared", never as "replayed".
+
+The cassette layer on its own (thread path), over a Ray worker's read-only snapshot (the collecting
+layer), and through serve's completion service; in every case the cassette already holds an older
+answer to the very same sample.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tauproxy.data_model.call import ModelCall
+from tauproxy.data_model.key import identify_unscoped
+from tauproxy.proxy.client import ModelClient
+from tauproxy.proxy.collector import CollectingTransport
+from tauproxy.proxy.mock import MockTransport, text_body
+from tauproxy.proxy.modes import RecordMode
+from tauproxy.proxy.pricing import ModelPrice, Pricing
+from tauproxy.proxy.recorder import CassetteTransport
+from tauproxy.store.cassette import Cassette
+
+PRICED = Pricing({"gpt-test": ModelPrice(input_cost_per_token=1e-6, output_cost_per_token=2e-6)}, "test prices")
+WIRE: dict[str, Any] = {
+    "model": "gpt-test",
+    "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}],
+    "temperature": 0,
+}
+
+
+def unscoped_call() -> ModelCall:
+    """A call that names no trial (τ²-bench's own, serve without a scope header): one sample per request."""
+    identity, index = identify_unscoped(WIRE)
+    return ModelCall(WIRE, identity, "agent", index)
+
+
+def saying(text: str) -> MockTransport:
+    return MockTransport(lambda call: text_body(text, model="gpt-test"))
+
+
+def with_an_older_answer(tmp_path: Path) -> Cassette:
+    cassette = Cassette.open(tmp_path / "c")
+    CassetteTransport(cassette, RecordMode.RECORD, saying("old answer"), PRICED).complete(unscoped_call())
+    return cassette
+
+
+def content(body: dict[str, Any]) -> str:
+    return str(body["choices"][0]["message"]["content"])
+
+
+def test_record_never_serves_an_older_recording_and_shares_its_own_answer(tmp_path: Path) -> None:
+    cassette = with_an_older_answer(tmp_path)
+    live = saying("new answer")
+    transport = CassetteTransport(cassette, RecordMode.RECORD, live, PRICED)
+    first, second, third = (transport.complete(unscoped_call()) for _ in range(3))
+    assert [c.source for c in (first, second, third)] == ["live", "shared", "shared"]
+    assert {content(c.body) for c in (first, second, third)} == {"new answer"}
+    assert len(live.calls) == 1
+    # A shared answer is priced like the live one (what it saved) and is a body of its own.
+    assert second.cost is not None and first.cost is not None and second.cost.usd == first.cost.usd
+    second.body["choices"][0]["message"]["content"] = "changed by a caller"
+    assert content(transport.complete(unscoped_call()).body) == "new answer"
+
+
+def test_record_looks_nothing_up_even_when_the_cassette_holds_the_sample(tmp_path: Path) -> None:
+    cassette = with_an_older_answer(tmp_path)
+    transport = CassetteTransport(cassette, RecordMode.RECORD, saying("new answer"), PRICED)
+    assert transport.replay(unscoped_call()) is None  # before this run's own live call: nothing to share
+
+
+def test_auto_counts_a_repeat_of_its_own_live_call_as_shared(tmp_path: Path) -> None:
+    live = saying("fresh")
+    transport = CassetteTransport(Cassette.open(tmp_path / "c"), RecordMode.AUTO, live, PRICED)
+    assert [transport.complete(unscoped_call()).source for _ in range(2)] == ["live", "shared"]
+    # What an earlier run recorded is replayed, as auto promises.
+    again = CassetteTransport(Cassette.open(tmp_path / "c"), RecordMode.AUTO, live, PRICED)
+    assert again.complete(unscoped_call()).source == "replay" and len(live.calls) == 1
+
+
+@pytest.mark.parametrize("mode", [RecordMode.RECORD, RecordMode.AUTO])
+def test_a_ray_worker_shares_its_own_answer_not_the_snapshots(tmp_path: Path, mode: RecordMode) -> None:
+    """A worker's snapshot never sees this run's recordings; in record mode it must not serve its
+    older answer either (the driver ships none, but a snapshot that holds one must not leak)."""
+    older = with_an_older_answer(tmp_path)
+    snapshot = Cassette.snapshot(older.directory, older.read_bytes())
+    live = saying("new answer")
+    worker = CollectingTransport(snapshot, mode, live, PRICED)
+    answers = [worker.complete(unscoped_call()) for _ in range(2)]
+    if mode is RecordMode.RECORD:
+        assert [a.source for a in answers] == ["live", "shared"]
+        assert {content(a.body) for a in answers} == {"new answer"}
+        assert len(worker.collected) == 1 and len(live.calls) == 1
+    else:  # auto replays what was recorded before: that is what auto means
+        assert [a.source for a in answers] == ["replay", "replay"] and not live.calls
+
+
+def test_the_client_keeps_shared_calls_apart_in_its_records(tmp_path: Path) -> None:
+    cassette = with_an_older_answer(tmp_path)
+    client = ModelClient(
+        CassetteTransport(cassette, RecordMode.RECORD, saying("new answer"), PRICED), PRICED, unscoped_call().scope
+    )
+    from tauproxy.data_model.call import ConnectionSettings
+
+    for _ in range(3):
+        client.complete_wire(dict(WIRE), "agent", ConnectionSettings())
+    assert [r.source for r in client.records] == ["live", "shared", "shared"]
+
+
+def test_serve_in_record_mode_shares_its_own_answer_and_counts_it_apart(tmp_path: Path) -> None:
+    import anyio
+
+    from tauproxy.serve.completions import CompletionService
+
+    service = CompletionService(RecordMode.RECORD, with_an_older_answer(tmp_path), saying("new answer"), PRICED)
+    bodies = [anyio.run(service.complete, dict(WIRE), None, "agent") for _ in range(2)]  # no scope header
+    assert {content(body) for body in bodies} == {"new answer"}
+    stats = service.stats.snapshot()
+    assert (stats["live"], stats["shared"], stats["hits"], stats["requests"]) == (1, 1, 0, 2)
+    assert stats["shared_saved_cost_usd"] == pytest.approx(stats["live_cost_usd"])
