@@ -107,6 +107,12 @@ class CassetteTransport:
         entry = self.cassette.lookup(call.sample_key)
         if entry is None:
             return None
+        with self._lock:
+            # A live call of this run records before it keeps its answer to share, and stays in flight
+            # until it has kept it: an entry found in that window is this run's own, so it is shared
+            # (or waited for, in complete_miss), never counted as a recording made before this run.
+            if call.sample_key in self._in_flight or call.sample_key in self._sent:
+                return self._shared(call)
         answer = Completion(body=self.cassette.response_of(entry), source="replay", latency_s=entry.latency_s)
         return self._price.apply(call, answer, Cost(entry.cost_usd, entry.price_source or "recorded"))
 

@@ -129,7 +129,8 @@ def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
 def check_replay_has_cassette(config: RunConfig) -> None:
     """Strict replay is offline, always: with no cassette to read, it refuses before anything runs
     instead of calling every model live (and paying, with a provider model). So does `once`, which
-    replays strictly once its cassette holds calls: without one it would go live on every run."""
+    replays strictly once its cassette holds calls: without one it would go live on every run. And so
+    does `record`, whose every call is paid to be recorded: without a cassette nothing would be."""
     if config.cassette is not None:
         return
     if config.record_mode is RecordMode.REPLAY:
@@ -141,6 +142,11 @@ def check_replay_has_cassette(config: RunConfig) -> None:
         raise ConfigError(
             "--record-mode once records a cassette on the first run and replays it strictly after: add "
             "--cassette DIR (or --record-mode off to call the models without one)"
+        )
+    if config.record_mode is RecordMode.RECORD:
+        raise ConfigError(
+            "--record-mode record records every call into a cassette: add --cassette DIR "
+            "(or --record-mode off to call the models without recording)"
         )
 
 

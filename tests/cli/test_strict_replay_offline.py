@@ -1,6 +1,7 @@
 """Strict replay is offline, always: `--record-mode replay` (vcrpy's `none`) and `once` (which
 replays strictly once its cassette holds calls) with no cassette are one line naming the flag to
-add, exit 2, before any trial runs; a cassette that does not exist is the same for strict replay."""
+add, exit 2, before any trial runs; a cassette that does not exist is the same for strict replay.
+`record` without a cassette is refused alike: it would pay for calls and record none of them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from conftest import invoke_cli
 RUN = ("run", "--domain", "mock", "--agent-llm", "scripted/oracle", "--user-llm", "scripted/user", "--num-tasks", "1")
 
 
-@pytest.mark.parametrize("mode", ["replay", "none", "once"])
+@pytest.mark.parametrize("mode", ["replay", "none", "once", "record", "all"])
 def test_strict_replay_without_a_cassette_is_one_line_and_exit_2(mode: str, tmp_path: Path) -> None:
     result = invoke_cli(*RUN, "--record-mode", mode, "--save-to", str(tmp_path / "run"), check=False)
     assert result.returncode == 2, result.stdout + result.stderr

@@ -185,9 +185,9 @@ def test_judge_window_is_for_tau2_domains_and_scripted_judges_are_refused(tmp_pa
             )
         )
     scripted = config(tmp_path, UNREACHABLE, RecordMode.REPLAY, "x", None).model_copy(
-        update={"judge": LLMConfig(model="scripted/judge-mine")}
+        update={"judge": LLMConfig(model="scripted/silent")}
     )
-    with pytest.raises(ConfigError, match="judge model 'scripted/judge-mine'"):
+    with pytest.raises(ConfigError, match="judge model 'scripted/silent'"):
         execute(scripted)
 
 
