@@ -186,3 +186,33 @@ def ray_cluster() -> Iterator[str]:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+
+
+# The files that take longest, longest first. `--dist loadfile` hands whole files to the workers in
+# collection order, so a long file collected last (test_typing.py sorts near the end) runs alone while
+# the other worker idles; starting the longest first keeps both busy to the end. Order only: every file
+# still runs, and a file's tests keep their own order.
+LONGEST_FIRST = (
+    "tests/tau2bench/test_tau2bench_cow.py",
+    "tests/serve/test_serve_tau2_domains.py",
+    "tests/ray/test_ray_executor.py",
+    "tests/test_typing.py",
+    "tests/tau2bench/test_tau2bench_loop.py",
+    "tests/tau2bench/test_tau2bench_cow_evaluator.py",
+    "tests/tau2bench/test_tau2bench_interop.py",
+    "tests/proxy/test_record_replay.py",
+    "tests/tau2bench/test_tau2bench_reward.py",
+    "tests/proxy/test_cost.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+    root = Path(__file__).resolve().parent.parent
+
+    def place(item: pytest.Item) -> int:
+        path = item.path.resolve()
+        relative = path.relative_to(root).as_posix() if path.is_relative_to(root) else ""
+        return rank.get(relative, len(LONGEST_FIRST))
+
+    items.sort(key=place)  # stable: within a file, and among the rest, the collected order stays
