@@ -41,6 +41,7 @@ def serve_command(
     prices: Annotated[Path | None, typer.Option(help="Prices file overriding litellm's price map.")] = None,
 ) -> None:
     """Serve /v1/chat/completions from a cassette; misses go live and are recorded (mode permitting)."""
+    from tauproxy.errors import ConfigError
     from tauproxy.proxy.modes import RecordMode, parse_record_mode
     from tauproxy.serve.config import ServeConfig, load_upstream_map
     from tauproxy.serve.server import serve
@@ -49,7 +50,9 @@ def serve_command(
 
     check_host_and_token(host, auth_token)
     mode = parse_record_mode(record_mode)
-    if mode == RecordMode.ONCE and cassette is not None:
+    if mode == RecordMode.ONCE and cassette is None:
+        raise ConfigError("--cassette is required with --record-mode once")
+    if mode == RecordMode.ONCE:
         # Decided once at start: a server that flipped to replay mid-run would surprise its clients.
         mode = RecordMode.RECORD if Cassette.open(cassette).is_empty() else RecordMode.REPLAY
     config = ServeConfig(

@@ -63,6 +63,7 @@ CASES: dict[str, Case] = {
     "serve-prices-negative": Case(
         ("serve", "--record-mode", "off", "--port", "0", "--prices", "negative.yaml"), ("negative.yaml", "'gpt-x'")
     ),
+    "serve-once-without-a-cassette": Case(("serve", "--record-mode", "once"), ("--record-mode once", "--cassette")),
     "replay-without-a-cassette": Case(
         (*RUN, "--record-mode", "replay", "--save-to", "run-replay"), ("--record-mode replay", "--cassette")
     ),
