@@ -50,9 +50,9 @@ def serve_command(
 
     check_host_and_token(host, auth_token)
     mode = parse_record_mode(record_mode)
-    if mode == RecordMode.ONCE and cassette is None:
-        raise ConfigError("--cassette is required with --record-mode once")
     if mode == RecordMode.ONCE:
+        if cassette is None:
+            raise ConfigError("--cassette is required with --record-mode once")
         # Decided once at start: a server that flipped to replay mid-run would surprise its clients.
         mode = RecordMode.RECORD if Cassette.open(cassette).is_empty() else RecordMode.REPLAY
     config = ServeConfig(
