@@ -20,6 +20,7 @@ from tauproxy_cli import (
     run,
     serve,
     shipped,
+    submit,
     tasks,
     view,
 )
@@ -65,6 +66,7 @@ cassette.app.command("replay-check")(shipped.replay_check_command)
 cassette.app.command("rerecord")(shipped.rerecord_command)
 app.add_typer(cassette.app, name="cassette")
 app.add_typer(tasks.app, name="tasks")
+app.add_typer(submit.app, name="submit")
 
 
 def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
