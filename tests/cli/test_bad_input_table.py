@@ -70,6 +70,10 @@ BASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "cassette replay-check": (("cassette", "replay-check"), {"cassettes": "okcassette"}),
     "cassette rerecord": (("cassette", "rerecord"), {"cassette": "okcassette"}),
     "tasks generate": (("tasks", "generate", "--domain", "mock", "--n", "1"), {}),
+    "submit prepare": (
+        ("submit", "prepare", "--out", "submission", "--organization", "Lab", "--email", "a@b.c"),
+        {"runs": "okrun"},
+    ),
 }
 
 # The exit code of a refusal: 2, except for `check`, whose input errors are 125 ("cannot test") so that
