@@ -111,6 +111,9 @@ def _made_by(git_commit: Any) -> str:
     return TAU2 if commit == UNKNOWN else f"{TAU2} (git {commit[:12]})"
 
 
+SOLO_AGENT = "llm_agent_solo"
+
+
 def _run_info(info: dict[str, Any], simulations: list[SimulationRun]) -> RunInfo:
     seeds_by_trial: dict[int, int] = {}
     for sim in simulations:
@@ -130,6 +133,8 @@ def _run_info(info: dict[str, Any], simulations: list[SimulationRun]) -> RunInfo
         user_info=_model_info(info.get("user_info")),
         # τ² does not record which model judged NL assertions.
         judge_info=ModelInfo(llm=UNKNOWN),
+        # `tau2 run --agent llm_agent_solo` (with --user dummy_user): the agent holds the user's tools.
+        solo=(info.get("agent_info") or {}).get("implementation") == SOLO_AGENT,
         price_source=f"{TAU2}'s own agent_cost/user_cost (litellm prices at run time)",
     )
 

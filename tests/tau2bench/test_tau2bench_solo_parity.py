@@ -292,6 +292,57 @@ def test_every_solo_trial_ends_as_tau2_run_skip_failed_samples_saves_it(runs: Ru
     summary = json.loads(theirs_file.with_name("solo-skip_results.json").read_text())["metrics"]
     assert summary["pass_at_k"] == pytest.approx(runs.our_pass_hat_k)
     assert runs.our_engine.endswith(", tau2 orchestrator")  # solo trials run on τ²'s own
+    assert load_any_results(theirs_file).info.solo  # τ²'s llm_agent_solo file reads as a solo run
+
+
+def test_a_solo_and_a_dual_control_run_report_reasoning_and_coordination_errors(runs: Runs, tmp_path: Path) -> None:
+    """The paper's decomposition on τ² telecom: the solo run's failures are reasoning errors, the
+    dual-control run's further failures on the same tasks are coordination errors."""
+    from tau2_oracle import Tau2Oracle
+
+    oracle = Tau2Oracle(f"tau2/{DOMAIN}").start()
+    try:
+        args = json.dumps({"api_base": oracle.url, "temperature": 0})
+        invoke_cli(
+            "run",
+            "--domain",
+            f"tau2/{DOMAIN}",
+            "--agent-llm",
+            "openai/oracle",
+            "--user-llm",
+            "openai/oracle-user",
+            "--agent-llm-args",
+            args,
+            "--user-llm-args",
+            args,
+            "--task-ids",
+            ",".join(runs.task_ids),
+            "--num-trials",
+            str(NUM_TRIALS),
+            "--save-to",
+            str(tmp_path / "dual"),
+            env={"OPENAI_API_KEY": API_KEY},
+        )
+    finally:
+        oracle.stop()
+    solo_run = runs.results_dir.parent / "ours"
+    report = json.loads(invoke_cli("report", str(tmp_path / "dual"), str(solo_run), "--json").stdout)
+    coordination = report["coordination"]
+    assert coordination["domain"] == f"tau2/{DOMAIN}" and coordination["num_tasks"] == len(PLAYS)
+
+    def rates(run: Path) -> dict[str, float]:
+        return {c.task_id: c.successes / c.trials for c in task_counts(load_any_results(run).simulations)}
+
+    dual, solo = rates(tmp_path / "dual"), rates(solo_run)
+    assert len(set(solo.values())) > 1  # the solo plays fail some tasks: there is reasoning error to see
+    for row in coordination["tasks"]:
+        task = row["task_id"]
+        assert row["reasoning_error"] == pytest.approx(1 - solo[task])
+        assert row["coordination_error"] == pytest.approx(max(0.0, solo[task] - dual[task]))
+    totals = coordination["totals"]
+    assert totals["reasoning_error"] == pytest.approx(sum(1 - r for r in solo.values()) / len(solo))
+    table = invoke_cli("report", str(tmp_path / "dual"), str(solo_run)).stdout
+    assert "reasoning vs coordination" in table
 
 
 def test_tau2_run_without_skip_failed_samples_stops_the_whole_run_at_a_text_answer(runs: Runs) -> None:
