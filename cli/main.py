@@ -36,7 +36,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from tauproxy import __version__
+        from tauproxy.version import __version__
 
         typer.echo(f"tauproxy {__version__}")
         raise typer.Exit()
