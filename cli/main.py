@@ -24,7 +24,9 @@ from tauproxy_cli import (
     view,
 )
 from tauproxy_cli.flag import flag
+from tauproxy_cli.help_style import apply as apply_help_style
 
+apply_help_style()
 app = typer.Typer(
     name="tauproxy",
     help="Evaluate tool-using agents the tau2-bench way; record and replay every model call.",
