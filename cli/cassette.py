@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from tauproxy_cli.flag import flag
+from tauproxy_cli.output import output_console
 
 if TYPE_CHECKING:
     from tauproxy.store.cassette import Cassette
@@ -27,8 +27,8 @@ app = typer.Typer(
 )
 
 # soft_wrap: a listing line or an error stays one line however narrow the terminal.
-_out = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
+_out = output_console(stderr=False, soft_wrap=True)
+_err = output_console(stderr=True, soft_wrap=True)
 
 JSON_HELP = "Print machine-readable JSON instead of text."
 DROP_BAD_HELP = "Drop damaged lines instead of refusing to rewrite."

@@ -31,6 +31,26 @@ BASELINE_FLAGS: dict[str, Any] = {
     "seed": 300,
 }
 CHANGED_PROMPT = "You are the airline's new support persona, Skye. Greet nobody twice; keep answers short."
+# The changed agent: the new prompt, and (standing in for what a real prompt change does to a real model)
+# more slips, so that some trials flip and the suggested diff, check and view have something to show.
+CHANGED_AGENT = "scripted/oracle?error_rate=0.4"
+
+
+def program() -> str:
+    """How to type this program again: `tauproxy` when that is what the shell finds, else its path
+    (the README's set-up line does not activate the venv, so a bare `tauproxy` is not found there)."""
+    import sys
+
+    invoked = Path(sys.argv[0])
+    found = shutil.which("tauproxy")
+    if invoked.name != "tauproxy" or not invoked.exists():
+        return "tauproxy"  # not run as the console script (python -m, a test): the name is all we know
+    if found is not None and Path(found).resolve() == invoked.resolve():
+        return "tauproxy"
+    try:
+        return str(invoked.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(invoked.resolve())
 
 
 def find_cassettes_dir() -> Path:
@@ -44,7 +64,7 @@ def find_cassettes_dir() -> Path:
 
 
 def command_line(flags: dict[str, Any]) -> str:
-    parts = ["tauproxy", "run"]
+    parts = [program(), "run"]
     for name, value in flags.items():
         if value is None or value is False:
             continue
@@ -116,11 +136,11 @@ def demo_command(
     )
     console.print(priced_note(prices), style="dim", soft_wrap=True)
 
-    console.rule("[bold]2/3  Change the agent's prompt: only the changed calls go live")
+    console.rule("[bold]2/3  Change the agent: only the changed calls go live")
     working = out / "cassette"
     shutil.copytree(cassettes / "baseline-airline", working, ignore=shutil.ignore_patterns("*.lock"))
     agent_config = out / "agent-v2.toml"
-    agent_config.write_text(f'model = "{BASELINE_FLAGS["agent_llm"]}"\nsystem_prompt = "{CHANGED_PROMPT}"\n')
+    agent_config.write_text(f'model = "{CHANGED_AGENT}"\nsystem_prompt = "{CHANGED_PROMPT}"\n')
     changed = {
         **BASELINE_FLAGS,
         "agent_llm": None,
@@ -141,13 +161,14 @@ def demo_command(
         )
     console.print(
         "The agent's system prompt is in every agent request, so every agent call is new; the user "
-        "simulator saw the same words, so its calls replayed."
+        "simulator's calls replay wherever the conversation so far is the recorded one, and go live "
+        "where the changed agent said something new."
     )
     console.print(priced_note(prices), style="dim", soft_wrap=True)
 
     console.rule("[bold]3/3  HTML report")
     html = out / "report.html"
-    console.print(f"$ tauproxy report {out / 'changed'} --html {html}", style="dim")
+    console.print(f"$ {program()} report {out / 'changed'} --html {html}", style="dim")
     _write_html(results, html)
     console.print(f"wrote [bold]{html.resolve()}[/]")
 
@@ -171,13 +192,14 @@ def priced_note(prices: Path) -> str:
 def next_commands(out: Path, html: Path) -> list[str]:
     """What to try next on the demo's own runs, each with what it shows."""
     baseline, changed = out / "baseline", out / "changed"
+    me = program()
     commands = [
-        (f"tauproxy diff {baseline} {changed} --limit 5", "which trials flipped, and why"),
-        (f"tauproxy check {changed} --baseline {baseline}", "good / bad / undecided, as an exit code"),
-        (f"tauproxy view {changed}", "read the first failing trajectory"),
-        (f"tauproxy report {changed} --full", "intervals, cost by role and task, the task grid"),
+        (f"{me} diff {baseline} {changed} --limit 5", "which trials flipped, and why"),
+        (f"{me} check {changed} --baseline {baseline}", "good / bad / undecided, as an exit code"),
+        (f"{me} view {changed}", "read the first failing trajectory"),
+        (f"{me} report {changed} --full", "intervals, cost by role and task, the task grid"),
         (
-            "tauproxy run --domain airline --agent-llm openai/gpt-4.1 --cassette cassettes/mine --save-to runs/mine",
+            f"{me} run --domain airline --agent-llm openai/gpt-4.1 --cassette cassettes/mine --save-to runs/mine",
             "your own model (needs its key)",
         ),
     ]

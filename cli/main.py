@@ -25,7 +25,9 @@ from tauproxy_cli import (
     view,
 )
 from tauproxy_cli.flag import flag
+from tauproxy_cli.help_style import apply as apply_help_style
 
+apply_help_style()
 app = typer.Typer(
     name="tauproxy",
     help="Evaluate tool-using agents the tau2-bench way; record and replay every model call.",
@@ -37,7 +39,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from tauproxy import __version__
+        from tauproxy.version import __version__
 
         typer.echo(f"tauproxy {__version__}")
         raise typer.Exit()

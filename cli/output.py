@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -10,8 +11,27 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.text import Text
 
-err_console = Console(stderr=True, highlight=False)
-out_console = Console(highlight=False)
+# A pipe or a CI log has no width; rich would take 80 columns and cut a wide table's numbers ("$4.90…",
+# "1,559…"), the very figures a CI log is kept for. Without COLUMNS, output that is not a terminal gets
+# this many columns instead: every table the commands print fits.
+PIPE_WIDTH = 160
+
+
+def console_width(columns: str | None, is_terminal: bool) -> int | None:
+    """COLUMNS when it is set; else a terminal's own width (None: rich asks it), else PIPE_WIDTH."""
+    if columns and columns.strip().isdigit():
+        return int(columns)
+    return None if is_terminal else PIPE_WIDTH
+
+
+def output_console(stderr: bool, **settings: Any) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    width = console_width(os.environ.get("COLUMNS"), stream.isatty())
+    return Console(stderr=stderr, highlight=False, width=width, **settings)
+
+
+err_console = output_console(stderr=True)
+out_console = output_console(stderr=False)
 
 
 def error(message: str) -> None:

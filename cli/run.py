@@ -18,9 +18,9 @@ def run_command(
         bool, flag("--fail-on-budget", help="Exit 5 (not 0) when --max-cost stopped the run.")
     ] = False,
 ) -> None:
-    """Run every selected task num-trials times and report pass^k. Exit codes: see `tauproxy run --help`
-    epilog or the README (0 ok, 2 misconfigured, 3 nothing scored, 4 infrastructure stop, 5 budget
-    stop with --fail-on-budget, 130 interrupted)."""
+    """Run every selected task num-trials times and report pass^k. Exit codes: 0 ok, 2 misconfigured, 3
+    nothing scored, 4 infrastructure stop, 5 budget stop with --fail-on-budget, 130 interrupted
+    (docs/cli.md#exit-codes)."""
     import typer
 
     from tauproxy_cli.run_setup import build_run_config, run_until_decided

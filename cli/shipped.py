@@ -73,8 +73,8 @@ def rerecord_command(
 
     Use after a deliberate change that alters requests (prompt texts, tools, the key); commit the result.
     """
-    from tauproxy import __version__
     from tauproxy.runner.manifest import CassetteManifest, load_manifest, write_manifest
+    from tauproxy.version import __version__
     from tauproxy_cli.output import out_console
 
     manifest = load_manifest(cassette)

@@ -20,6 +20,7 @@ miss a ReplayMissError whose message is the miss diff.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from html import escape
 from pathlib import Path
 from typing import IO, Any
 
@@ -83,12 +84,12 @@ class RunReport(BaseModel):
     @property
     def pass_hat_k(self) -> dict[int, float]:
         """pass^k by k (1..the fewest trials any task has)."""
-        return {int(k): value for k, value in self.summary.pass_hat_k.items()}
+        return self.summary.pass_hat_k
 
     @property
     def pass_hat_k_ci(self) -> dict[int, tuple[float, float]]:
         """The seeded bootstrap 95% interval of each pass^k, over tasks."""
-        return {int(k): interval for k, interval in self.summary.pass_hat_k_ci.items()}
+        return self.summary.pass_hat_k_ci
 
     @property
     def avg_reward(self) -> float:
@@ -98,6 +99,16 @@ class RunReport(BaseModel):
     def cost(self) -> CostSummary:
         """Live spend and replayed (saved) spend, by role, model and task; unknown is None, never 0."""
         return self.summary.cost
+
+    def __repr__(self) -> str:
+        stopped = f", stopped: {self.stop.reason}" if self.stop is not None else ""
+        return f"<RunReport {repr(self.summary)[1:-1]}, {self.new_trials} new trials{stopped}>"
+
+    def _repr_html_(self) -> str:
+        html = self.summary._repr_html_()
+        if self.stop is not None:
+            html += f"<p>stopped before every planned trial ran: {escape(self.stop.reason)}</p>"
+        return html
 
     def write_csv(self, target: Path | str | IO[str]) -> None:
         write_csv(self.rows, target)

@@ -96,9 +96,10 @@ def invoke_cli(
 @contextlib.contextmanager
 def _console_width(columns: str | None) -> Iterator[None]:
     """The CLI's rich consoles read COLUMNS once, when their module is imported; a process started for
-    this call would read it now (80 without it, output being a pipe). Give them this call's width."""
+    this call would read it now (output being a pipe: PIPE_WIDTH without it). Give them this call's width."""
     import tauproxy_cli.cassette
     import tauproxy_cli.output
+    from tauproxy_cli.output import console_width
 
     consoles = [
         tauproxy_cli.output.out_console,
@@ -108,7 +109,7 @@ def _console_width(columns: str | None) -> Iterator[None]:
     ]
     before = [console._width for console in consoles]
     for console in consoles:
-        console.width = int(columns) if columns and columns.isdigit() else 80
+        console.width = console_width(columns, is_terminal=False)
     try:
         yield
     finally:

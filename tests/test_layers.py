@@ -20,8 +20,8 @@ PACKAGE = ROOT / "tauproxy"
 # Bottom to top. Names in one tuple share a layer and must not import each other's packages
 # (only a package's own modules, or lower layers). Top-level modules are layers of their own.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors",),
-    ("structured_file", "redact", "validation", "__init__"),
+    ("errors", "version"),
+    ("structured_file", "redact", "validation"),
     ("data_model",),  # the key, sample identity, wire forms and every boundary type
     ("store", "domain", "results"),  # cassettes, domain packs, run directories
     ("proxy",),  # transports, pricing, the one cache layer, the model client
@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("workflows",),  # bisect and domain check: runs and reports combined
     ("serve", "api"),  # the server; the Python API for notebooks and scripts
     ("pytest_plugin",),  # fixtures over the API and the client, loaded by pytest's entry point
+    ("__init__",),  # the package re-exports the API, lazily (tauproxy/__init__.py)
 ]
 CLI = ROOT / "cli"  # on top of everything; the library never imports it
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from tauproxy.data_model.result import ModelInfo, Results
 from tauproxy.reports.merge import merge_results
+from tauproxy.reports.notebook import MAX_K_SHOWN, pass_line, table, usd, with_interval
 from tauproxy.reports.paired import PairedComparison, paired_comparison, render_paired
 from tauproxy.reports.summary import ReportSummary, summarize
 from tauproxy.results.provenance import SourcedResults
@@ -39,6 +40,36 @@ class RunComparison(BaseModel):
 class SideBySide(BaseModel):
     runs: list[ComparedRun]
     comparisons: list[RunComparison]
+
+    def __repr__(self) -> str:
+        runs = "; ".join(f"{run.label}: {pass_line(run.summary.pass_hat_k)}" for run in self.runs)
+        return f"<SideBySide {len(self.runs)} runs: {runs}>"
+
+    def _repr_html_(self) -> str:
+        """Each run's pass^k with its interval, then each paired difference with its interval."""
+        ks = sorted({k for run in self.runs for k in run.summary.pass_hat_k})[:MAX_K_SHOWN]
+        rows = [
+            (
+                run.label,
+                run.agent.llm,
+                *(with_interval(run.summary.pass_hat_k.get(k), run.summary.pass_hat_k_ci.get(k)) for k in ks),
+                usd(run.summary.cost.live_usd),
+            )
+            for run in self.runs
+        ]
+        differences: list[tuple[str, str, str]] = []
+        for comparison in self.comparisons:
+            pair = f"{comparison.candidate} - {comparison.baseline}"
+            if comparison.comparison is None:
+                differences.append((pair, "no task in common", ""))
+                continue
+            for name, difference in comparison.comparison.differences.items():
+                low, high = difference.ci
+                differences.append((pair, name, f"{difference.difference:+.3f} [{low:+.3f}, {high:+.3f}]"))
+        html = table(("run", "agent", *(f"pass^{k}" for k in ks), "cost live"), rows)
+        if differences:
+            html += table(("paired", "metric", "difference [95% interval]"), differences)
+        return html
 
 
 def agent_identity(results: Results) -> str:
@@ -97,15 +128,15 @@ def _cost(summary: ReportSummary) -> str:
 def render_side_by_side(report: SideBySide) -> str:
     """Plain text: one block of scores per run, then each comparison."""
     lines: list[str] = []
-    ks = sorted({int(k) for run in report.runs for k in run.summary.pass_hat_k})
+    ks = sorted({k for run in report.runs for k in run.summary.pass_hat_k})
     for index, run in enumerate(report.runs):
         summary = run.summary
         role = "baseline" if index == 0 else "candidate"
         lines.append(f"[{role}] {run.label}: agent {_model(run.agent)}")
         scores = []
         for k in ks:
-            value = summary.pass_hat_k.get(str(k))
-            interval = summary.pass_hat_k_ci.get(str(k))
+            value = summary.pass_hat_k.get(k)
+            interval = summary.pass_hat_k_ci.get(k)
             if value is not None:
                 ci = f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""
                 scores.append(f"pass^{k} {value:.3f}{ci}")

@@ -128,13 +128,13 @@ def _controls() -> str:
 
 
 def _comparison(report: SideBySide) -> str:
-    ks = sorted({int(k) for run in report.runs for k in run.summary.pass_hat_k})
+    ks = sorted({k for run in report.runs for k in run.summary.pass_hat_k})
     runs = []
     for index, run in enumerate(report.runs):
         summary = run.summary
         scores = []
         for k in ks:
-            value, interval = summary.pass_hat_k.get(str(k)), summary.pass_hat_k_ci.get(str(k))
+            value, interval = summary.pass_hat_k.get(k), summary.pass_hat_k_ci.get(k)
             text = "-" if value is None else f"{value:.3f}"
             if value is not None and interval is not None:
                 text += " ({:.3f} – {:.3f})".format(*interval)
@@ -194,9 +194,7 @@ def _scores(summary: ReportSummary) -> str:
         )
         for k, v in summary.pass_hat_k.items()
     ]
-    chart = pass_hat_k_chart(
-        {int(k): v for k, v in summary.pass_hat_k.items()}, {int(k): (lo, hi) for k, (lo, hi) in intervals.items()}
-    )
+    chart = pass_hat_k_chart(dict(summary.pass_hat_k), dict(intervals))
     facts = (
         f"{summary.num_tasks} tasks × {summary.num_trials} trials; average reward "
         f"{summary.avg_reward:.3f}. Intervals: percentile bootstrap over tasks (2000 resamples)."

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from tauproxy.data_model.result import Results, SimulationRun
 from tauproxy.errors import ConfigError
 from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, task_counts
+from tauproxy.reports.notebook import facts, number
 from tauproxy.reports.paired import (
     DEFAULT_BOOTSTRAP,
     PAIRED_INTERVAL,
@@ -86,6 +87,28 @@ class ScoreComparison(BaseModel):
     baseline_infrastructure_errors: int = 0
     more_trials: MoreTrials | None = None
     paired: PairedComparison | None = None
+
+    def __repr__(self) -> str:
+        return f"<ScoreComparison {self.verdict.value}: {self.reason}>"
+
+    def _repr_html_(self) -> str:
+        """The verdict, why, and the figures it rests on, for Jupyter."""
+        drop = "-" if self.drop is None else f"{self.drop:+.3f}"
+        interval = "-" if self.drop_ci is None else "{:+.3f} – {:+.3f}".format(*self.drop_ci)
+        shown = [
+            ("verdict", self.verdict.value),
+            ("why", self.reason),
+            ("metric", self.metric + (f" (k={self.k})" if self.k is not None else "")),
+            ("score / baseline", f"{number(self.score)} / {number(self.baseline_score)}"),
+            ("drop", drop),
+            (f"{self.confidence:.0%} interval of the drop", interval),
+            ("max drop allowed", f"{self.max_drop:.3f}"),
+            ("tasks in common", str(self.common_tasks)),
+            ("trials / baseline trials", f"{self.trials} / {self.baseline_trials}"),
+        ]
+        if self.more_trials is not None:
+            shown.append(("to decide", self.more_trials.note))
+        return facts(shown)
 
 
 def check_metric(metric: str) -> str:

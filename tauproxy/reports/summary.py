@@ -25,6 +25,7 @@ from tauproxy.reports.metrics import (
     task_counts,
     termination_counts,
 )
+from tauproxy.reports.notebook import facts, pass_line, table, usd
 from tauproxy.results.provenance import Origin, made_by_of, notes_of, origin_of, sources_of, task_order
 
 
@@ -75,9 +76,9 @@ class ReportSummary(BaseModel):
     """What `report` shows, for the terminal, the HTML page and --json alike; field order is key order."""
 
     domain: str
-    # Keyed by k as a string, as JSON keys are; k runs 1..num_trials.
-    pass_hat_k: dict[str, float]
-    pass_hat_k_ci: dict[str, tuple[float, float]]
+    # Keyed by k (JSON writes the keys as strings, "1"; reading them back gives ints); k runs 1..num_trials.
+    pass_hat_k: dict[int, float]
+    pass_hat_k_ci: dict[int, tuple[float, float]]
     num_tasks: int
     # The fewest trials any task has: the largest k that pass^k is defined for.
     num_trials: int
@@ -103,6 +104,35 @@ class ReportSummary(BaseModel):
     # What wrote the results, for headers: "tauproxy 0.1.0", or "τ²-bench (git 1a2b3c)" for its files.
     made_by: str
 
+    def __repr__(self) -> str:
+        """One line for a notebook or a log: pydantic's repr would print every field (pages)."""
+        return (
+            f"<ReportSummary {self.domain}: {self.num_tasks} tasks x {self.num_trials} trials, "
+            f"{pass_line(self.pass_hat_k)}, live {usd(self.cost.live_usd)}, saved {usd(self.cost.replayed_usd)}>"
+        )
+
+    def _repr_html_(self) -> str:
+        """The pass^k table with intervals and the facts a reader acts on, for Jupyter."""
+        intervals = self.pass_hat_k_ci
+        rows = [
+            (f"pass^{k}", f"{value:.3f}", "{:.3f} – {:.3f}".format(*intervals[k]) if k in intervals else "-")
+            for k, value in self.pass_hat_k.items()
+        ]
+        shown = [
+            ("domain", self.domain),
+            ("tasks x trials", f"{self.num_tasks} x {self.num_trials}"),
+            ("agent", self.models.agent.llm),
+            ("user", self.models.user.llm),
+            ("calls", f"{self.calls.live} live, {self.calls.replayed} replayed, {self.calls.shared} shared"),
+            ("cost live", usd(self.cost.live_usd)),
+            ("saved by replay", usd(self.cost.replayed_usd)),
+            ("prices", self.price_source or "unknown"),
+            ("made by", self.made_by),
+        ]
+        if self.excluded_simulations:
+            shown.append(("excluded (infrastructure)", str(self.excluded_simulations)))
+        return table(("", "estimate", "95% interval"), rows) + facts(shown)
+
 
 def summarize(results: Results) -> ReportSummary:
     runs = results.simulations
@@ -113,8 +143,8 @@ def summarize(results: Results) -> ReportSummary:
     terminations = termination_counts(runs)
     return ReportSummary(
         domain=info.domain,
-        pass_hat_k={str(k): v for k, v in pass_hat_ks(counts).items()},
-        pass_hat_k_ci={str(k): interval for k, interval in bootstrap_pass_hat_k_ci(counts).items()},
+        pass_hat_k=pass_hat_ks(counts),
+        pass_hat_k_ci=bootstrap_pass_hat_k_ci(counts),
         num_tasks=len(counts),
         num_trials=min((c.trials for c in counts), default=0),
         avg_reward=average_reward(runs),

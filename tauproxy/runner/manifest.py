@@ -20,7 +20,7 @@ class ManifestRun(BaseModel):
     # `tauproxy run` flags by their option names (domain, agent_llm, num_trials, ...), without the
     # cassette, record mode and save-to, which the replay or re-record supplies.
     flags: dict[str, Any]
-    expected_pass_hat_k: dict[str, float] = Field(default_factory=dict)
+    expected_pass_hat_k: dict[int, float] = Field(default_factory=dict)
     calls: int = 0
 
 

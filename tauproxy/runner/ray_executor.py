@@ -44,7 +44,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tauproxy import __version__
 from tauproxy.data_model.result import SimulationRun, TerminationReason
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.modes import RecordMode
@@ -55,6 +54,7 @@ from tauproxy.runner.ray_slots import start_live_slots
 from tauproxy.runner.ray_worker import TEST_KILL_ENV, TrialOutcome, WorkerSetup, kill_marker, run_trial_task
 from tauproxy.runner.trial import TrialSpec
 from tauproxy.store.cassette import Cassette
+from tauproxy.version import __version__
 
 MAX_RETRIES = 2  # a trial whose worker died runs again, at most this many more times
 INSTALL_HINT = "pip install 'tauproxy[ray]'"

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tauproxy import __version__
 from tauproxy.data_model.completion import CallRecording
 from tauproxy.data_model.result import SimulationRun
 from tauproxy.domain.pack import DomainPack
@@ -35,6 +34,7 @@ from tauproxy.runner.ray_slots import RaySlotGate
 from tauproxy.runner.trial import TrialSpec, run_trial
 from tauproxy.sources.registry import source_for_domain
 from tauproxy.store.cassette import Cassette
+from tauproxy.version import __version__
 
 # Test-only fault injection: "TASK_ID:TRIAL" makes the worker that first finishes that trial exit
 # with os._exit(1) before returning it, as a worker killed mid-run would (every call of that attempt

@@ -10,7 +10,6 @@ from __future__ import annotations
 from contextlib import closing
 from dataclasses import dataclass, field
 
-from tauproxy import __version__
 from tauproxy.data_model.result import Results, RunInfo, SimulationRun
 from tauproxy.data_model.task import Task
 from tauproxy.domain.pack import DomainPack
@@ -30,6 +29,7 @@ from tauproxy.sources.protocol import DomainSource
 from tauproxy.sources.registry import check_source_options, source_for_domain
 from tauproxy.store.cassette import check_writable
 from tauproxy.store.format import CALLS_FILE
+from tauproxy.version import __version__
 
 
 def select_tasks(pack: DomainPack, config: RunConfig) -> list[Task]:

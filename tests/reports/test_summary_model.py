@@ -78,8 +78,8 @@ def two_trials() -> Results:
 
 def test_fields_are_typed_and_hold_the_counts() -> None:
     summary = summarize(two_trials())
-    assert summary.pass_hat_k == {"1": 0.5, "2": 0.0}
-    assert list(summary.pass_hat_k_ci) == ["1", "2"]
+    assert summary.pass_hat_k == {1: 0.5, 2: 0.0}
+    assert list(summary.pass_hat_k_ci) == [1, 2]
     assert (summary.num_tasks, summary.num_trials, summary.avg_reward) == (1, 2, 0.5)
     assert [(t.successes, t.trials) for t in summary.tasks] == [(1, 2)]
     assert summary.termination_reasons == {"max_steps": 1, "user_stop": 1} and summary.excluded_simulations == 0
@@ -118,7 +118,7 @@ def test_the_dump_is_json_with_the_contract_keys_and_reads_back() -> None:
     dump = summary.model_dump(mode="json")
     assert list(dump) == TOP_LEVEL_KEYS
     assert dump["reward_breakdown"] == {"DB": {"mean": 0.0, "runs": 1}}
-    assert dump["pass_hat_k_ci"]["1"] == list(summary.pass_hat_k_ci["1"])
+    assert dump["pass_hat_k_ci"]["1"] == list(summary.pass_hat_k_ci[1])
     assert dump["cost"]["by_role"]["agent"]["live"]["calls"] == 1
     assert ReportSummary.model_validate_json(json.dumps(dump)) == summary
 

@@ -1,0 +1,65 @@
+"""`--help` reads as help should (cli/help_style.py), and a report in a pipe keeps its numbers whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from conftest import invoke_cli
+
+from tauproxy_cli.main import app
+from tauproxy_cli.output import PIPE_WIDTH, console_width
+
+
+def commands() -> list[tuple[str, ...]]:
+    """Every command path of the CLI, groups included: ("",), ("run",), ("cassette", "ls"), ..."""
+    found: list[tuple[str, ...]] = []
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        found.append(path)
+        for name, sub in (getattr(command, "commands", None) or {}).items():  # a group (typer vendors click)
+            walk(sub, (*path, name))
+
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+@pytest.mark.parametrize("path", commands(), ids=lambda p: " ".join(p) or "tauproxy")
+def test_help_shows_no_placeholder_and_a_plain_usage_line(path: tuple[str, ...]) -> None:
+    shown = invoke_cli(*path, "--help").stdout
+    usage = next(line for line in shown.splitlines() if "Usage:" in line)
+    assert "{" not in usage and "}" not in usage, usage
+    assert "<bool>" not in shown, shown
+    assert "epilog" not in shown
+
+
+def test_list_arguments_read_as_names_in_the_usage_line() -> None:
+    assert "Usage: tauproxy report [OPTIONS] RUNS..." in invoke_cli("report", "--help").stdout
+    assert "Usage: tauproxy domains check [OPTIONS] [NAMES]..." in invoke_cli("domains", "check", "--help").stdout
+
+
+def test_a_pipe_without_columns_is_wide_and_columns_wins() -> None:
+    assert console_width(None, is_terminal=False) == PIPE_WIDTH
+    assert console_width(None, is_terminal=True) is None  # rich asks the terminal
+    assert console_width("100", is_terminal=True) == console_width("100", is_terminal=False) == 100
+
+
+def test_a_full_report_in_a_pipe_cuts_no_cell(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    invoke_cli(
+        "run",
+        "--domain",
+        "mock",
+        "--agent-llm",
+        "scripted/oracle?error_rate=0.3",
+        "--num-trials",
+        "3",
+        "--save-to",
+        str(run),
+    )
+    narrow = invoke_cli("report", str(run), "--full", env={"COLUMNS": "80"}).stdout
+    piped = invoke_cli("report", str(run), "--full").stdout
+    assert "…" in narrow  # what 80 columns did to the cost and model tables
+    assert "…" not in piped
