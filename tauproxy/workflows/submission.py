@@ -46,6 +46,7 @@ from tauproxy.tau2bench.leaderboard import (
     submission_json,
 )
 from tauproxy.tau2bench.peer import PREFIX, installed_version
+from tauproxy.version import __version__
 
 DISCLOSURE_FILE = "disclosure.json"
 # Agents and users τ²'s leaderboard does not rank: an oracle agent, and runs without a user simulator.
@@ -333,6 +334,4 @@ def _listed(ids: list[str]) -> str:
 
 
 def _tauproxy_version() -> str:
-    from tauproxy import __version__
-
     return __version__
