@@ -298,10 +298,18 @@ class _TwoLevel:
         self.tasks = list(members)
         self.draws, self.rng = draws, rng
         self.level1 = rng.integers(0, len(self.tasks), size=(draws, len(self.tasks)))
-        self.level2 = [
-            np.asarray(members[task])[rng.integers(0, len(members[task]), size=(draws, len(members[task])))]
-            for task in self.tasks
-        ]
+        # Each task's resampled trials side by side, one row a draw: task t's are columns
+        # offsets[t] .. offsets[t] + counts[t], so a pick of any task in any draw is one index.
+        self.counts = np.array([len(members[task]) for task in self.tasks])
+        self.offsets = np.concatenate([[0], np.cumsum(self.counts)[:-1]])
+        self.level2_all = np.concatenate(
+            [
+                np.asarray(members[task])[rng.integers(0, len(members[task]), size=(draws, len(members[task])))]
+                for task in self.tasks
+            ],
+            axis=1,
+        )
+        self.level2 = [self.level2_all[:, o : o + n] for o, n in zip(self.offsets, self.counts, strict=True)]
         self.position = {task: i for i, task in enumerate(self.tasks)}
         self._stand_ins: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
         self._shifts: dict[int, np.ndarray] = {}
@@ -332,11 +340,8 @@ class _TwoLevel:
             assert size is not None
             return picks, self._rescale(picks, size)
         chosen, drawn = self._stand_in(task_id)
-        picks = np.empty(self.draws, dtype=np.int64)
-        for task in np.unique(chosen):
-            where = np.nonzero(chosen == task)[0]
-            pool = self.level2[int(task)]
-            picks[where] = pool[where, self.rng.integers(0, pool.shape[1], size=len(where))]
+        columns = self.offsets[chosen] + self.rng.integers(0, self.counts[chosen])
+        picks = self.level2_all[rows, columns]
         if drawn is None:
             return picks, np.ones(self.draws)
         if self.residuals is None:
