@@ -36,6 +36,7 @@ from tauproxy.proxy.transport import Transport
 from tauproxy.results.load import load_any_results
 from tauproxy.results.provenance import observed_calls_of
 from tauproxy.runner.config import RunConfig
+from tauproxy.runner.estimate_actions import EVERY_ACTION, ActionShare, action_share
 from tauproxy.runner.prepared import PreparedRun
 from tauproxy.runner.run import prepare
 from tauproxy.runner.trial import TrialSpec, run_trial
@@ -47,8 +48,10 @@ TOKENISER_FAMILIES = {"openai": 1.0, "anthropic": 1.12, "gemini": 0.95, "mistral
 # The no-history prior's calls per trial, from the task's expected actions (its evaluation criteria):
 # the agent makes one call per action it takes, one per action it talks the user through (dual
 # control) and one to answer; the user opens, confirms and ends (PRIOR_USER_TURNS) and makes one call
-# per action of its own, plus the turns the agent's guidance costs. Set against every shipped pack in
-# bench/estimate_error.py, where the prior's cost is within 1.5x of the actual (bench/README.md).
+# per action of its own, plus the turns the agent's guidance costs. Actions count by the share the
+# agent performs (runner/estimate_actions.py: an agent that skips half its actions ends early). Set
+# against every shipped pack in bench/estimate_error.py, where the prior's cost is within 1.5x of the
+# actual for agents that skip none, a fifth and half of their actions (docs/benchmarks.md).
 PRIOR_AGENT_CALLS_PER_AGENT_ACTION = 1.0
 PRIOR_AGENT_CALLS_PER_USER_ACTION = 0.8
 PRIOR_AGENT_CALLS_EXTRA = 1.0
@@ -251,6 +254,9 @@ def _replayed(prefixes: Prefixes, coster: _Coster, est: Estimate) -> None:
 
 COVERAGE_CHECKS = 40
 COVERAGE_DRAWS = 500
+# The excess kurtosis of log task sizes the spread's degrees of freedom assume at least (a logistic
+# distribution has 1.2, a Laplace 3): set on held-out runs of the shipped packs (bench/estimate_error.py).
+TASK_SIZE_KURTOSIS_FLOOR = 2.0
 
 
 class _TwoLevel:
@@ -263,11 +269,16 @@ class _TwoLevel:
     trials, since trials of one task share its difficulty (its k trials move together: k^2 times a
     trial's share of the task variance, not k); its trials are the stand-in's, rescaled to a size drawn
     from a lognormal whose parameters are themselves drawn from their posterior given the history's
-    task sizes (normal on the log scale under the reference prior: sigma^2 ~ (n - 1) s^2 / chi2(n - 1),
-    mu ~ N(m, sigma^2 / n)). Why not the bootstrap alone: resampled tasks never reach past the largest
-    task seen, and the mean of a few skewed sizes (costs are skewed) is mostly too low, so a bootstrap
-    p90 covered 65-81% (bench/README.md); the predictive adds the pilot's own sampling error and the
-    tail. Without usable sizes (fewer than 2 tasks, a size of 0) the stand-in's trials are kept as they are.
+    task sizes (normal on the log scale: sigma^2 ~ df s^2 / chi2(df), mu ~ N(m, sigma^2 / n)). Why not
+    the bootstrap alone: resampled tasks never reach past the largest task seen, and the mean of a few
+    skewed sizes (costs are skewed) is mostly too low, so a bootstrap p90 covered 65-81%
+    (bench/README.md); the predictive adds the pilot's own sampling error and the tail. The spread's
+    degrees of freedom are n - 1 only for normal log sizes; real task sizes are heavier-tailed, so s^2
+    of a few tasks is less certain than that: with df = n - 1 a p90 for unseen tasks covered 0.86-0.90
+    on held-out runs, and a t interval of the tasks' mean cost 0.88-0.89 on the 60- and 44-task packs
+    (a pilot's mean and spread move together). `_variance_dof` takes df from the kurtosis, at least
+    TASK_SIZE_KURTOSIS_FLOOR. Without usable sizes (fewer than 2 tasks, a size of 0) the stand-in's
+    trials are kept as they are.
 
     Trial noise. Resampling a task's own n trials spreads a planned trial by (n - 1) / n of the trial
     variance (half of it with 2 trials a task) and takes the task's mean as exact, so on held-out runs
@@ -287,10 +298,18 @@ class _TwoLevel:
         self.tasks = list(members)
         self.draws, self.rng = draws, rng
         self.level1 = rng.integers(0, len(self.tasks), size=(draws, len(self.tasks)))
-        self.level2 = [
-            np.asarray(members[task])[rng.integers(0, len(members[task]), size=(draws, len(members[task])))]
-            for task in self.tasks
-        ]
+        # Each task's resampled trials side by side, one row a draw: task t's are columns
+        # offsets[t] .. offsets[t] + counts[t], so a pick of any task in any draw is one index.
+        self.counts = np.array([len(members[task]) for task in self.tasks])
+        self.offsets = np.concatenate([[0], np.cumsum(self.counts)[:-1]])
+        self.level2_all = np.concatenate(
+            [
+                np.asarray(members[task])[rng.integers(0, len(members[task]), size=(draws, len(members[task])))]
+                for task in self.tasks
+            ],
+            axis=1,
+        )
+        self.level2 = [self.level2_all[:, o : o + n] for o, n in zip(self.offsets, self.counts, strict=True)]
         self.position = {task: i for i, task in enumerate(self.tasks)}
         self._stand_ins: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
         self._shifts: dict[int, np.ndarray] = {}
@@ -304,7 +323,8 @@ class _TwoLevel:
                 self.task_sizes = task_sizes
                 logs = np.log(task_sizes)
                 n = len(logs)
-                self.sigma = np.sqrt((n - 1) * logs.var(ddof=1) / rng.chisquare(n - 1, size=draws))
+                df = _variance_dof(logs)
+                self.sigma = np.sqrt(df * logs.var(ddof=1) / rng.chisquare(df, size=draws))
                 self.mu = logs.mean() + self.sigma / np.sqrt(n) * rng.standard_normal(draws)
 
     def picks(self, task_id: str) -> tuple[np.ndarray, np.ndarray]:
@@ -320,11 +340,8 @@ class _TwoLevel:
             assert size is not None
             return picks, self._rescale(picks, size)
         chosen, drawn = self._stand_in(task_id)
-        picks = np.empty(self.draws, dtype=np.int64)
-        for task in np.unique(chosen):
-            where = np.nonzero(chosen == task)[0]
-            pool = self.level2[int(task)]
-            picks[where] = pool[where, self.rng.integers(0, pool.shape[1], size=len(where))]
+        columns = self.offsets[chosen] + self.rng.integers(0, self.counts[chosen])
+        picks = self.level2_all[rows, columns]
         if drawn is None:
             return picks, np.ones(self.draws)
         if self.residuals is None:
@@ -370,6 +387,19 @@ class _TwoLevel:
         return np.where(picked > 0, target / np.where(picked > 0, picked, 1.0), 1.0)
 
 
+def _variance_dof(logs: np.ndarray) -> float:
+    """Degrees of freedom of the spread of `logs` (n task sizes, log scale): 2 / Var(s^2 / sigma^2),
+    n - 1 for normal sizes, fewer for heavy tails: Var(s^2) = sigma^4 (2 / (n - 1) + kurtosis / n)
+    with the excess kurtosis at least TASK_SIZE_KURTOSIS_FLOOR, since a few tasks cannot show their
+    tails (a sample's kurtosis is bounded by its size and mostly below the population's)."""
+    n = len(logs)
+    if n < 4:  # too few for a fourth moment; chi2(n - 1) of 1 or 2 degrees is heavy-tailed already
+        return float(n - 1)
+    centred = logs - logs.mean()
+    kurtosis = float((centred**4).mean() / (centred**2).mean() ** 2 - 3.0)
+    return 2.0 / (2.0 / (n - 1) + max(TASK_SIZE_KURTOSIS_FLOOR, kurtosis) / n)
+
+
 def _residuals(members: dict[str, list[int]], sizes: np.ndarray | None) -> np.ndarray | None:
     """Every trial's size over its task's mean, widened about 1 by sqrt(n / (n - 1)) for the task's n
     trials (tasks of 2+ trials and a positive mean); None when there is none."""
@@ -399,7 +429,10 @@ def _from_history(
     rng = np.random.default_rng(seed)
     # replayed-prefix length -> (past, roles, 3): calls, tokens, cost
     tables: dict[int, np.ndarray] = {0: np.array([_trial_totals(trial, 0, coster) for trial in past])}
-    sampler = _TwoLevel(past, DRAWS, rng, sizes=tables[0][:, :, 1].sum(axis=1))  # a trial's size: its tokens
+    # A trial's size is what is predicted, its cost; its tokens when a price is unknown or every price
+    # is zero (scripted, local). Sizing by tokens let an agent-heavy task (dearer tokens) pass as small.
+    column = 1 if coster.unknown or not tables[0][:, :, 2].any() else 2
+    sampler = _TwoLevel(past, DRAWS, rng, sizes=tables[0][:, :, column].sum(axis=1))
     totals = {role: np.zeros((DRAWS, 3)) for role in ROLES}
     for spec in specs:
         prefix = prefix_of(prefixes, spec)
@@ -427,8 +460,6 @@ def _from_history(
     est.live_cost_p50, est.live_cost_p90 = float(np.percentile(overall, 50)), float(np.percentile(overall, 90))
     _replayed(prefixes, coster, est)
     table = tables[0]
-    # Tokens when a price is unknown or every price is zero (scripted, local): cost would say nothing.
-    column = 1 if coster.unknown or not table[:, :, 2].any() else 2
     est.coverage_of = "tokens" if column == 1 else "cost"
     if self_check:
         est.p90_coverage, est.coverage_checks = p90_coverage(past, table[:, :, column].sum(axis=1), seed)
@@ -485,6 +516,7 @@ def _from_prior(run: PreparedRun, prefixes: Prefixes, coster: _Coster) -> Estima
         confidence="low (no history: size-based prior)",
         basis="policy, tool and instruction sizes with calls per trial from each task's expected actions",
     )
+    share = action_share(run.config.agent.model, run.config.solo)
     grand50 = grand90 = 0.0
     for role in ROLES:
         calls = prompt_tokens = 0.0
@@ -492,12 +524,12 @@ def _from_prior(run: PreparedRun, prefixes: Prefixes, coster: _Coster) -> Estima
             prefix = prefix_of(prefixes, spec)
             if prefix.covered:  # replays to its end: nothing of it goes live
                 continue
-            n = prior_calls(spec)[role]
+            n = prior_calls(spec, share)[role]
             fixed = agent_fixed if role == "agent" else (len(spec.task.user_scenario.render()) + user_tools) / 4 + 200
             live_n = max(1.0 if prefix.missed == role else 0.0, n - prefix.hits_of(role))
             calls += live_n
             # The conversation grows each turn: on average half the final length rides along.
-            turns = sum(prior_calls(spec).values())
+            turns = sum(prior_calls(spec, share).values())
             prompt_tokens += live_n * (fixed + PRIOR_TOKENS_PER_TURN * turns / 2)
         completion_tokens = calls * PRIOR_COMPLETION_TOKENS[role]
         cost = _prior_cost(coster, role, prompt_tokens, completion_tokens)
@@ -513,12 +545,13 @@ def _from_prior(run: PreparedRun, prefixes: Prefixes, coster: _Coster) -> Estima
     return est
 
 
-def prior_calls(spec: TrialSpec) -> dict[CallRole, float]:
-    """The prior's calls per trial of `spec`'s task, by role (see PRIOR_AGENT_CALLS_PER_AGENT_ACTION)."""
+def prior_calls(spec: TrialSpec, share: ActionShare = EVERY_ACTION) -> dict[CallRole, float]:
+    """The prior's calls per trial of `spec`'s task, by role (see PRIOR_AGENT_CALLS_PER_AGENT_ACTION),
+    for an agent that performs `share` of the task's actions (every one by default)."""
     criteria = spec.task.evaluation_criteria
     actions = criteria.actions if criteria and criteria.actions else []
-    by_user = sum(1 for action in actions if action.requestor == "user")
-    by_agent = len(actions) - by_user
+    by_user = share.user * sum(1 for action in actions if action.requestor == "user")
+    by_agent = share.agent * sum(1 for action in actions if action.requestor != "user")
     return {
         "agent": PRIOR_AGENT_CALLS_PER_AGENT_ACTION * by_agent
         + PRIOR_AGENT_CALLS_PER_USER_ACTION * by_user

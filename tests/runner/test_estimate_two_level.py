@@ -4,8 +4,9 @@ coverage is measured, near its 90% goal."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from tauproxy.runner.estimate import _PastTrial, _TwoLevel, p90_coverage
+from tauproxy.runner.estimate import TASK_SIZE_KURTOSIS_FLOOR, _PastTrial, _TwoLevel, _variance_dof, p90_coverage
 
 
 def pilot(tasks: int, trials: int, seed: int, scale: np.ndarray | None = None) -> tuple[list[_PastTrial], np.ndarray]:
@@ -92,3 +93,28 @@ def test_coverage_is_measured_and_near_its_goal() -> None:
     coverage, checks = p90_coverage(past, values, seed=0)
     assert checks == 40 and coverage is not None and 0.8 <= coverage <= 1.0
     assert p90_coverage(past[:6], values[:6], seed=0) == (None, 0)  # 3 tasks: too few to halve
+
+
+def test_the_spread_of_task_sizes_is_less_certain_for_heavy_tails_and_few_tasks() -> None:
+    rng = np.random.default_rng(11)
+    normal, heavy = rng.standard_normal(40), rng.standard_t(3, size=40)
+    assert _variance_dof(rng.standard_normal(3)) == 2  # too few for a fourth moment: chi2(n - 1)
+    # Normal sizes still count as TASK_SIZE_KURTOSIS_FLOOR-tailed: fewer degrees than n - 1.
+    floor = 2 / (2 / 39 + TASK_SIZE_KURTOSIS_FLOOR / 40)
+    assert _variance_dof(normal) == pytest.approx(floor) and floor < 39
+    assert _variance_dof(heavy) < floor
+    assert _variance_dof(rng.standard_normal(10)) < _variance_dof(rng.standard_normal(100))
+
+
+def test_out_of_sample_coverage_holds_for_heavy_tailed_task_sizes() -> None:
+    """Log task sizes from a Laplace (excess kurtosis 3): a 15 x 2 pilot predicts 45 x 2 other tasks."""
+    rng = np.random.default_rng(8)
+    hits = 0
+    for rep in range(60):
+        scale = np.exp(rng.laplace(0.0, 0.3, size=60))
+        past, values = pilot(15, 2, seed=200 + rep, scale=scale[:15])
+        _, actual = pilot(60, 2, seed=600 + rep, scale=scale)
+        sampler = _TwoLevel(past, 1000, rng, sizes=values)
+        ids = [f"t{t}" for t in range(15, 60)]
+        hits += actual[30:].sum() <= np.percentile(planned_total(sampler, values, ids, 2), 90)
+    assert 0.9 <= hits / 60 <= 1.0  # 0.87 without TASK_SIZE_KURTOSIS_FLOOR
