@@ -1,110 +1,117 @@
-"""Anthropic's Messages API (`POST /v1/messages`): its checks, its key, its views and its stream.
+"""Anthropic's Messages API (`POST /v1/messages`), answered through the one cache layer.
 
-A request is checked (`check_request`, one line per problem, refused with a 400 in Anthropic's own
-error shape, `error_body`), keyed (`request_key` over `canonical_request`), seen as a chat
-conversation (`chat_messages`, `chat_reply`) for role recognition, reports and the miss report,
-and sent to the provider's own endpoint (`upstream_request`, `send_upstream`). The answer is kept
-as the bytes the upstream sent, so a replay is byte-identical to the live answer; `stream_body`
-builds the `stream: true` answer from that one non-streamed answer, so a live stream and its
-replay are the same events.
+A request is checked (`check_request`: the `anthropic-version` header, which the real API requires,
+and the body; one line per problem, answered 400 in Anthropic's own error shape, `error_body`),
+keyed (`keyed_request`), seen as a chat conversation (`chat_messages`, `chat_reply`, `view`) for
+role recognition, the run log, pricing, reports and the miss report, and sent to the provider's
+own endpoint by the pass-through (upstream.py). The answer is kept as the bytes the upstream sent,
+so a replay is byte-identical to the live answer; `stream_body` builds the `stream: true` answer
+from that one non-streamed answer, so a live stream and its replay are the same events.
 
-The canonical request (what the key hashes; `canonical_request`), field by field:
+The keyed form (what key.request_key hashes; chat-shaped, so the cassette's message chains and the
+miss report's nearest-call search work on it), field by field:
 
 IN the key (anything that can change what the model says):
-    api                 "messages", always: a Messages body never keys like another API's body
-    anthropic_version   the `anthropic-version` header. It selects the API's behaviour and the
-                        shape of the answer, so two versions may answer differently; in the key
-    anthropic_beta      the `anthropic-beta` header's features, split on commas, trimmed, sorted
-                        (order does not matter to the API), or null when none. A beta can change
-                        the output (longer outputs, other tool behaviour), so it is in the key
     model               the model name exactly as requested
-    system              a string, or its blocks; a string is one text block, since the API reads
-                        `"x"` and `[{"type": "text", "text": "x"}]` alike, so both key alike
-    messages            role and content; string content is one text block (as for system); every
-                        block whole, any type (text, image, tool_use with its `input`, tool_result
-                        with its `tool_use_id`, `content` and `is_error`, thinking ...), including
-                        `cache_control`, which changes the recorded usage and so the cost
-    tools, tool_choice  as given
+    messages            role and content of each message; string content is the one text block the
+                        API reads it as (`"x"` and `[{"type": "text", "text": "x"}]` key alike);
+                        every block whole, of any type: text, image, tool_use with its `input`,
+                        tool_result with its `tool_use_id`, `content` (a string is one text block
+                        here too) and `is_error`, thinking with its signature, ...; `cache_control`
+                        included, since it changes the recorded usage and so the cost
+    tools, tool_choice  as sent
+    system              a string or its blocks, keyed as blocks (as message content)
     every other field   max_tokens, temperature, top_p, top_k, stop_sequences, thinking,
-                        service_tier, and any parameter unknown here: when in doubt, in the key
-    (null-valued fields anywhere are dropped: absent and null mean the same; JSON objects are
-    written with sorted keys, so a tool_use `input` keys the same in any key order)
+                        service_tier, and any field unknown here: when in doubt, in the key
+    anthropic-version   the header: it selects the API's behaviour and the shape of its answer, so
+                        two versions may answer differently
+    anthropic-beta      the header's features, split on commas, trimmed and sorted (their order
+                        means nothing to the API); absent when none. A beta can change the output
+                        (longer outputs, other tool behaviour), so it is in the key
+    tauproxy_wire_api   "messages" (key.WIRE_API_PARAM): no chat or Responses request shares a key
+    (null-valued fields anywhere are dropped: absent and null mean the same; objects are hashed
+    with sorted keys, so a tool_use `input` keys the same in any key order)
 
-NOT in the key (never written to disk either: `key.without_connection_settings`, the one filter):
+NOT in the key, and never written to disk (key.without_connection_settings, the one filter):
     stream              the answer is recorded whole; a stream is built from it
-    metadata            bookkeeping (`user_id`): never changes the answer
-    headers other than the two above: `x-api-key` and `authorization` (secrets; never forwarded:
-    the upstream key comes from serve's environment), `anthropic-dangerous-direct-browser-access`,
-    user agents, the SDK's `x-stainless-*`, retries and timeouts: where, as whom and how a call is
-    sent, never what the model says
+    metadata            bookkeeping (`user_id`): it never changes the answer
+    every other header  `x-api-key` and `authorization` (secrets; never forwarded: the upstream
+                        key comes from serve's environment), user agents, the SDK's `x-stainless-*`
+                        retry and timeout headers: where, as whom and how a call is sent
 
-Upstream (`upstream_target`): the upstream map's `api_base` for the model, else ANTHROPIC_BASE_URL,
-else https://api.anthropic.com; a base with or without `/v1` (or the whole `/v1/messages` address,
-as litellm writes it) is accepted. The key is sent as `x-api-key`, read from the environment
-variable the map names (`api_key_env`), else ANTHROPIC_API_KEY; never from a client's header. The
-upstream is always asked without `stream`, and the map's model replaces the asked name (a litellm
-`anthropic/` prefix is dropped: the provider's own endpoint does not know it).
+The header names are hyphenated in the keyed form, so no body field (Bedrock and Vertex bodies
+carry an `anthropic_version` field) can be taken for them; a body that sends one of the keyed
+form's own names (`anthropic-version`, `anthropic-beta`, tauproxy_wire_api) is refused.
+
+Upstream (`UPSTREAM`): the upstream map's `api_base` for the model, else ANTHROPIC_BASE_URL, else
+https://api.anthropic.com, each without `/v1` (as the anthropic SDK's base URL), plus /v1/messages.
+The key goes in `x-api-key`, read from the environment variable the map names (`api_key_env`),
+else ANTHROPIC_API_KEY; never from a client's header. The client's `anthropic-version` and
+`anthropic-beta` are sent on, since they are part of the request. The upstream is asked without
+`stream`, and the map's model replaces the asked name (a litellm `anthropic/` prefix dropped).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, model_validator
 
-from tauproxy.data_model.call import ConnectionSettings, Usage
-from tauproxy.data_model.key import KEY_VERSION, canonical_arguments, canonical_json, without_connection_settings
-from tauproxy.errors import ModelCallError
-from tauproxy.redact import redact_text
+from tauproxy.data_model.call import NativeRequest, Usage
+from tauproxy.data_model.completion import Completion
+from tauproxy.data_model.key import WIRE_API_PARAM, canonical_arguments, without_connection_settings
+from tauproxy.data_model.wire import completion_body
 from tauproxy.validation import first_problem
+from tauproxy.wire_apis.base import ApiRequest, RequestRejected, UpstreamEndpoint, WireAnswer
+from tauproxy.wire_apis.chat import NO_CACHE, SSE
 
 __all__ = [
-    "API_NAME",
     "BETA_HEADER",
+    "NAME",
+    "UPSTREAM",
     "VERSION_HEADER",
+    "MessagesApi",
     "MessagesHeaders",
     "MessagesReply",
     "MessagesRequest",
-    "MessagesRequestError",
     "ReplyUsage",
-    "UpstreamAnswer",
-    "UpstreamTarget",
-    "canonical_request",
     "chat_messages",
     "chat_reply",
+    "chat_view",
     "check_request",
     "error_body",
     "error_type_of",
+    "keyed_request",
     "parse_reply",
     "read_headers",
-    "request_key",
-    "send_upstream",
     "stream_body",
     "stream_events",
-    "upstream_model_name",
-    "upstream_request",
-    "upstream_target",
     "usage_of",
 ]
 
-API_NAME = "messages"
-PATH = "/v1/messages"
+NAME = "messages"
 VERSION_HEADER = "anthropic-version"
 BETA_HEADER = "anthropic-beta"
-DEFAULT_API_BASE = "https://api.anthropic.com"
-BASE_URL_ENV = "ANTHROPIC_BASE_URL"
-API_KEY_ENV = "ANTHROPIC_API_KEY"
-LITELLM_PREFIX = "anthropic/"
 
-# The top-level fields the canonical request names on their own; every other one is a parameter.
-_STRUCTURAL = ("model", "system", "messages", "tools", "tool_choice")
+UPSTREAM = UpstreamEndpoint(
+    path="/v1/messages",
+    default_base_url="https://api.anthropic.com",
+    base_url_env="ANTHROPIC_BASE_URL",
+    key_env="ANTHROPIC_API_KEY",
+    auth_header="x-api-key",
+    provider_prefix="anthropic/",
+)
+
+# The top-level fields the keyed form names on their own; every other one is a parameter.
+_STRUCTURAL = ("model", "messages", "tools", "tool_choice", "system")
+# Names of the keyed form a body may not send: they would stand for something else there.
+_RESERVED = (VERSION_HEADER, BETA_HEADER, WIRE_API_PARAM)
+# Sent by the client only to shape how the answer is delivered; never keyed, never sent upstream.
+_DELIVERY_FIELDS = ("stream",)
 
 # The error `type` the real API gives for each status (its documented error shapes).
 _ERROR_TYPES: dict[int, str] = {
@@ -116,7 +123,6 @@ _ERROR_TYPES: dict[int, str] = {
     413: "request_too_large",
     429: "rate_limit_error",
     500: "api_error",
-    503: "api_error",
     504: "timeout_error",
     529: "overloaded_error",
 }
@@ -132,10 +138,6 @@ def error_body(status: int, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type_of(status), "message": message}}
 
 
-class MessagesRequestError(ValueError):
-    """A request the Messages API refuses: one line, answered 400 (`error_body`)."""
-
-
 # ---- the request --------------------------------------------------------------------------------
 
 
@@ -147,12 +149,18 @@ class MessagesHeaders(BaseModel):
     version: str
     betas: tuple[str, ...] = ()
 
+    def sent_upstream(self) -> dict[str, str]:
+        headers = {VERSION_HEADER: self.version}
+        if self.betas:
+            headers[BETA_HEADER] = ",".join(self.betas)
+        return headers
+
 
 def read_headers(headers: Mapping[str, str]) -> MessagesHeaders:
     """The version and betas a request names; the real API refuses a request without a version."""
     version = (headers.get(VERSION_HEADER) or "").strip()
     if not version:
-        raise MessagesRequestError(f"{VERSION_HEADER}: header is required")
+        raise RequestRejected(f"{VERSION_HEADER}: header is required")
     betas = sorted({beta.strip() for beta in (headers.get(BETA_HEADER) or "").split(",") if beta.strip()})
     return MessagesHeaders(version=version, betas=tuple(betas))
 
@@ -212,35 +220,30 @@ class _RequestShape(BaseModel):
 
 @dataclass(frozen=True)
 class MessagesRequest:
-    """A checked Messages request: its body as the client sent it, and its headers that count."""
+    """A checked Messages request: its body as the client sent it, and the headers that count."""
 
     body: dict[str, Any]
     headers: MessagesHeaders
 
-    @property
-    def model(self) -> str:
-        return str(self.body["model"])
-
-    @property
-    def stream(self) -> bool:
-        return self.body.get("stream") is True
-
 
 def check_request(body: Any, headers: Mapping[str, str]) -> MessagesRequest:
-    """`body` (parsed JSON) and the headers as a MessagesRequest, or MessagesRequestError (one line)."""
+    """`body` (parsed JSON) and the headers as a MessagesRequest, or RequestRejected (one line)."""
     request_headers = read_headers(headers)
     if not isinstance(body, dict):
-        raise MessagesRequestError("request body must be a JSON object")
+        raise RequestRejected("request body must be a JSON object")
     try:
         _RequestShape.model_validate(body)
     except ValidationError as exc:
         field, message = _request_problem(exc)
-        raise MessagesRequestError(f"{field}: {message}") from None
+        raise RequestRejected(f"{field}: {message}") from None
+    for name in _RESERVED:
+        if name in body:
+            raise RequestRejected(f"{name}: reserved by tauproxy (a header, or its own), not a body field")
     return MessagesRequest(body=body, headers=request_headers)
 
 
 # pydantic names the member of a union (`str | list[_Block]`) in an error's path; a user reads fields.
-_UNION_MEMBER = re.compile(r"^(str|int|float|bool|none|dict\[.*\]|list\[.*\]|.*\[.*\])$")
+_UNION_MEMBER = re.compile(r"^(str|int|float|bool|none|.*\[.*\])$")
 
 
 def _field_path(location: tuple[int | str, ...]) -> tuple[int | str, ...]:
@@ -262,58 +265,42 @@ def _request_problem(exc: ValidationError) -> tuple[str, str]:
     return ".".join(str(part) for part in path) or "body", message
 
 
-# ---- the key ------------------------------------------------------------------------------------
-
-
-def _drop_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_nulls(v) for v in value]
-    return value
+# ---- the keyed form -----------------------------------------------------------------------------
 
 
 def _as_blocks(content: Any) -> Any:
-    """String content as the one text block the API reads it as; blocks as given, nulls dropped."""
+    """String content as the one text block the API reads it as; blocks as given."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    blocks = _drop_nulls(content)
-    if isinstance(blocks, list):
-        return [_canonical_block(block) for block in blocks]
-    return blocks
+    if isinstance(content, list):
+        return [_keyed_block(block) for block in content]
+    return content
 
 
-def _canonical_block(block: Any) -> Any:
-    if isinstance(block, dict) and block.get("type") == "tool_result" and "content" in block:
+def _keyed_block(block: Any) -> Any:
+    if isinstance(block, dict) and block.get("type") == "tool_result" and isinstance(block.get("content"), str):
         return {**block, "content": _as_blocks(block["content"])}
     return block
 
 
-def canonical_request(request: MessagesRequest) -> dict[str, Any]:
-    """The part of a Messages request that can change the answer, in canonical form (docstring above)."""
-    body = without_connection_settings(request.body)
-    params = {name: value for name, value in body.items() if name not in _STRUCTURAL and value is not None}
-    system = body.get("system")
-    return {
-        "api": API_NAME,
-        "anthropic_version": request.headers.version,
-        "anthropic_beta": list(request.headers.betas) or None,
-        "model": body.get("model"),
-        "system": _as_blocks(system) if system is not None else None,
-        "messages": [
-            {**_drop_nulls(message), "content": _as_blocks(message.get("content"))}
-            for message in body.get("messages") or []
-        ],
-        "tools": _drop_nulls(body.get("tools")) or None,
-        "tool_choice": _drop_nulls(body.get("tool_choice")),
-        "params": _drop_nulls(params),
+def keyed_request(request: MessagesRequest) -> dict[str, Any]:
+    """The chat-shaped canonical request a Messages body is keyed by (module docstring)."""
+    fields = without_connection_settings(request.body)
+    keyed: dict[str, Any] = {
+        "model": fields["model"],
+        "messages": [{**message, "content": _as_blocks(message["content"])} for message in fields["messages"]],
     }
-
-
-def request_key(request: MessagesRequest) -> str:
-    """sha256 of the canonical request with the key version."""
-    text = canonical_json({"key_version": KEY_VERSION, **canonical_request(request)})
-    return hashlib.sha256(text.encode()).hexdigest()
+    for name in ("tools", "tool_choice"):
+        if name in fields:
+            keyed[name] = fields[name]
+    if fields.get("system") is not None:
+        keyed["system"] = _as_blocks(fields["system"])
+    keyed.update((name, value) for name, value in fields.items() if name not in _STRUCTURAL)
+    keyed[VERSION_HEADER] = request.headers.version
+    if request.headers.betas:
+        keyed[BETA_HEADER] = list(request.headers.betas)
+    keyed[WIRE_API_PARAM] = NAME
+    return keyed
 
 
 # ---- the conversation as chat messages ----------------------------------------------------------
@@ -366,14 +353,14 @@ def _user(content: Any) -> list[dict[str, Any]]:
     return found
 
 
-def chat_messages(request: MessagesRequest) -> list[dict[str, Any]]:
-    """The conversation as OpenAI chat messages: the system prompt first (what role recognition reads),
-    tool_use blocks as tool calls and tool_result blocks as tool messages (what reports show)."""
+def chat_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A checked body's conversation as OpenAI chat messages: the system prompt first (what role
+    recognition reads), tool_use blocks as tool calls and tool_result blocks as tool messages."""
     messages: list[dict[str, Any]] = []
-    system = request.body.get("system")
+    system = body.get("system")
     if system is not None:
         messages.append({"role": "system", "content": _text_of(system)})
-    for message in request.body.get("messages") or []:
+    for message in body.get("messages") or []:
         if message.get("role") == "assistant":
             messages.append(_assistant(message.get("content")))
         else:
@@ -408,10 +395,12 @@ class MessagesReply(BaseModel):
     usage: ReplyUsage = Field(default_factory=ReplyUsage)
 
 
-def parse_reply(raw: bytes) -> MessagesReply:
-    """The answer in an upstream's (or a cassette's) bytes; ValueError if it is not one."""
+def parse_reply(answer: str | bytes | dict[str, Any]) -> MessagesReply:
+    """The answer in an upstream's (or a cassette's) body; ValueError if it is not one."""
     try:
-        return MessagesReply.model_validate_json(raw)
+        if isinstance(answer, dict):
+            return MessagesReply.model_validate(answer)
+        return MessagesReply.model_validate_json(answer)
     except ValidationError as exc:
         field, message = first_problem(exc, "body")
         raise ValueError(f"not a Messages API answer: {field}: {message}") from None
@@ -434,6 +423,24 @@ def usage_of(reply: MessagesReply) -> Usage:
         completion_tokens=usage.output_tokens,
         total_tokens=prompt + usage.output_tokens,
         cached_tokens=read,
+    )
+
+
+# Chat's finish reasons for Anthropic's stop reasons; reports and the run log read chat's.
+_FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+
+
+def chat_view(answer: dict[str, Any]) -> dict[str, Any]:
+    """A Messages answer as a chat.completion body: its reply, finish reason and usage."""
+    reply = parse_reply(answer)
+    stop = reply.stop_reason or "end_turn"
+    return completion_body(
+        chat_reply(reply),
+        finish_reason=_FINISH_REASONS.get(stop, stop),
+        usage=usage_of(reply),
+        response_id=reply.id,
+        model=reply.model,
+        created=None,
     )
 
 
@@ -504,106 +511,38 @@ def stream_body(reply: MessagesReply) -> bytes:
     return "".join(lines).encode("utf-8")
 
 
-# ---- the upstream -------------------------------------------------------------------------------
+# ---- the wire API -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class UpstreamTarget:
-    """Where a Messages call goes and as whom; the key is never shown in a repr."""
+class MessagesApi:
+    """Anthropic's Messages API (module docstring)."""
 
-    url: str
-    api_key: str | None
-    timeout_s: float | None
+    name = NAME
+    paths = ("/v1/messages", "/messages")
+    upstream: UpstreamEndpoint | None = UPSTREAM
 
-    def __repr__(self) -> str:
-        return f"UpstreamTarget(url={self.url!r}, timeout_s={self.timeout_s!r})"
+    def request(self, body: Any, headers: Mapping[str, str] | None = None) -> ApiRequest:
+        checked = check_request(body, headers or {})
+        sent = {name: value for name, value in checked.body.items() if name not in _DELIVERY_FIELDS}
+        return ApiRequest(
+            api=self.name,
+            body=checked.body,
+            keyed=keyed_request(checked),
+            stream=checked.body.get("stream") is True,
+            conversation=chat_messages(checked.body),
+            native=NativeRequest(api=self.name, body=sent, headers=checked.headers.sent_upstream()),
+        )
 
+    def answer(self, request: ApiRequest, completion: Completion) -> WireAnswer:
+        raw = completion.raw_body
+        if raw is None:  # recorded by another API's client: nothing to answer it with
+            raise ValueError("this answer was recorded without its Messages API body")
+        if request.stream:
+            return WireAnswer(stream_body(parse_reply(raw)), SSE, NO_CACHE)
+        return WireAnswer(raw.encode("utf-8"), "application/json")
 
-def _endpoint(base: str) -> str:
-    base = base.rstrip("/")
-    if base.endswith(PATH):
-        return base
-    if base.endswith("/v1"):
-        return base + "/messages"
-    return base + PATH
+    def view(self, answer: dict[str, Any]) -> dict[str, Any]:
+        return chat_view(answer)
 
-
-def upstream_target(connection: ConnectionSettings, environ: Mapping[str, str]) -> UpstreamTarget:
-    """The endpoint and key for a call routed by `connection` (module docstring: Upstream)."""
-    base = connection.api_base or environ.get(BASE_URL_ENV) or DEFAULT_API_BASE
-    api_key = connection.api_key or environ.get(API_KEY_ENV) or None
-    return UpstreamTarget(url=_endpoint(base), api_key=api_key, timeout_s=connection.timeout)
-
-
-def upstream_model_name(model: str) -> str:
-    """The model name the provider's own endpoint knows: a litellm `anthropic/` prefix dropped."""
-    return model.removeprefix(LITELLM_PREFIX)
-
-
-def upstream_request(request: MessagesRequest, target: UpstreamTarget, model: str) -> httpx.Request:
-    """The request to send upstream: the client's body without `stream` and with `model` as routed,
-    the version and beta headers, and the key from the environment; no other client header."""
-    body = {name: value for name, value in request.body.items() if name != "stream"}
-    body["model"] = upstream_model_name(model)
-    headers = {
-        "content-type": "application/json",
-        "accept": "application/json",
-        VERSION_HEADER: request.headers.version,
-    }
-    if request.headers.betas:
-        headers[BETA_HEADER] = ",".join(request.headers.betas)
-    if target.api_key:
-        headers["x-api-key"] = target.api_key
-    content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return httpx.Request("POST", target.url, headers=headers, content=content)
-
-
-@dataclass(frozen=True)
-class UpstreamAnswer:
-    """The upstream's answer: its bytes exactly as sent (what is recorded and answered), parsed."""
-
-    raw: bytes
-    reply: MessagesReply
-    latency_s: float
-
-
-def send_upstream(client: httpx.Client, request: httpx.Request, target: UpstreamTarget) -> UpstreamAnswer:
-    """Send `request` (from `upstream_request`); any failure is one ModelCallError, keys masked."""
-    secrets = (target.api_key,) if target.api_key else ()
-    where = target.url
-    if target.timeout_s is not None:
-        request.extensions["timeout"] = httpx.Timeout(target.timeout_s).as_dict()
-    started = time.perf_counter()
-    try:
-        response = client.send(request)
-        raw = response.read()
-    except httpx.TimeoutException as exc:
-        message = redact_text(f"{where}: timed out ({type(exc).__name__})", secrets)
-        raise ModelCallError(message, code="upstream_timeout") from None
-    except httpx.HTTPError as exc:
-        message = redact_text(f"{where}: {type(exc).__name__}: {exc}", secrets)
-        raise ModelCallError(message, code="upstream_unreachable") from None
-    latency = time.perf_counter() - started
-    if not 200 <= response.status_code < 300:
-        message = redact_text(f"{where}: {response.status_code}: {_error_message(raw)}", secrets)
-        retry_after = response.headers.get("retry-after")
-        raise ModelCallError(message, status_code=response.status_code, retry_after=retry_after)
-    try:
-        reply = parse_reply(raw)
-    except ValueError as exc:
-        raise ModelCallError(f"{where}: malformed response: {exc}", code="upstream_malformed") from None
-    return UpstreamAnswer(raw=raw, reply=reply, latency_s=latency)
-
-
-MAX_ERROR_CHARS = 400
-
-
-def _error_message(raw: bytes) -> str:
-    """The message of an upstream error answer, one short line."""
-    try:
-        data = json.loads(raw)
-        message = data["error"]["message"] if isinstance(data, dict) and isinstance(data.get("error"), dict) else raw
-    except (ValueError, KeyError):
-        message = raw.decode("utf-8", "replace")
-    text = " ".join(str(message).split())
-    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+    def error_body(self, status: int, message: str) -> dict[str, Any] | None:
+        return error_body(status, message)

@@ -7,14 +7,13 @@ import json
 from typing import Any
 
 import anthropic
-import httpx
 import httpx2
 import pytest
 
-from tauproxy.data_model.call import ConnectionSettings
-from tauproxy.data_model.key import request_key as chat_request_key
-from tauproxy.errors import ModelCallError
+from tauproxy.data_model.completion import Completion
+from tauproxy.data_model.key import WIRE_API_PARAM, request_key
 from tauproxy.wire_apis import messages as m
+from tauproxy.wire_apis.base import RequestRejected
 
 HEADERS = {"anthropic-version": "2023-06-01"}
 
@@ -65,7 +64,7 @@ def request(body: dict[str, Any] | None = None, headers: dict[str, str] | None =
 
 
 def key(body: dict[str, Any], headers: dict[str, str] | None = None) -> str:
-    return m.request_key(request(body, headers))
+    return request_key(m.keyed_request(request(body, headers)))
 
 
 def with_(**changes: Any) -> dict[str, Any]:
@@ -95,22 +94,24 @@ BAD: list[tuple[Any, str]] = [
     ),
     (with_(tools=[{"description": "no name"}]), "tools.0.name: Field required"),
     (with_(stream="yes"), "stream: Input should be a valid boolean"),
-    (with_(system=5), "system"),
+    (with_(system=5), "system: Input should be a string or an array of content blocks"),
+    (with_(**{"anthropic-version": "x"}), "anthropic-version: reserved by tauproxy"),
+    (with_(**{WIRE_API_PARAM: "chat"}), f"{WIRE_API_PARAM}: reserved by tauproxy"),
 ]
 
 
 @pytest.mark.parametrize(("body", "expected"), BAD, ids=[expected for _, expected in BAD])
 def test_a_bad_request_is_one_line_naming_its_field(body: Any, expected: str) -> None:
-    with pytest.raises(m.MessagesRequestError) as caught:
+    with pytest.raises(RequestRejected) as caught:
         m.check_request(body, HEADERS)
     assert expected in str(caught.value)
     assert "\n" not in str(caught.value)
 
 
 def test_a_request_without_the_version_header_is_refused_like_the_real_api() -> None:
-    with pytest.raises(m.MessagesRequestError, match="anthropic-version: header is required"):
+    with pytest.raises(RequestRejected, match="anthropic-version: header is required"):
         m.check_request(copy.deepcopy(BASE), {})
-    with pytest.raises(m.MessagesRequestError):
+    with pytest.raises(RequestRejected):
         m.check_request(copy.deepcopy(BASE), {"anthropic-version": "  "})
 
 
@@ -185,21 +186,23 @@ def test_string_content_keys_as_its_one_text_block_in_messages_and_tool_results(
     assert key(blocks) == key(copy.deepcopy(BASE))
 
 
-def test_the_canonical_request_names_the_api_so_no_other_api_keys_alike() -> None:
-    canonical = m.canonical_request(request())
-    assert canonical["api"] == "messages"
-    assert canonical["anthropic_version"] == "2023-06-01"
-    assert "stream" not in canonical["params"] and "metadata" not in canonical["params"]
-    # A chat-completions body with the same model and messages never has this key.
-    chat_body = {"model": BASE["model"], "messages": [{"role": "user", "content": "Find order 7."}]}
-    assert chat_request_key(chat_body) != key(copy.deepcopy(BASE))
+def test_the_keyed_form_names_the_api_so_no_other_api_keys_alike() -> None:
+    keyed = m.keyed_request(request(with_(stream=True, metadata={"user_id": "u"})))
+    assert keyed[WIRE_API_PARAM] == "messages"
+    assert keyed["anthropic-version"] == "2023-06-01" and "anthropic-beta" not in keyed
+    assert "stream" not in keyed and "metadata" not in keyed
+    assert keyed["system"] == [{"type": "text", "text": "You are a helpful agent."}]
+    assert keyed["messages"][0] == {"role": "user", "content": [{"type": "text", "text": "Find order 7."}]}
+    # The same keyed form without the API's name is a chat request's: it keys differently.
+    as_chat = {name: value for name, value in keyed.items() if name != WIRE_API_PARAM}
+    assert request_key(as_chat) != request_key(keyed)
 
 
 # ---- the chat view and usage -----------------------------------------------------------------------
 
 
 def test_the_conversation_reads_as_chat_messages() -> None:
-    assert m.chat_messages(request()) == [
+    assert m.chat_messages(copy.deepcopy(BASE)) == [
         {"role": "system", "content": "You are a helpful agent."},
         {"role": "user", "content": "Find order 7."},
         {
@@ -235,7 +238,7 @@ def test_system_blocks_and_error_results_read_as_text() -> None:
             }
         ],
     )
-    assert m.chat_messages(request(body)) == [
+    assert m.chat_messages(request(body).body) == [
         {"role": "system", "content": "Part one. Part two."},
         {"role": "tool", "tool_call_id": "t", "content": "Error: no"},
         {"role": "user", "content": "Try again."},
@@ -262,6 +265,15 @@ def test_the_reply_reads_as_one_assistant_message_and_its_usage_as_tauproxys() -
         255,
         100,
     )
+
+
+def test_the_reply_reads_as_a_chat_completion_body_for_reports_and_pricing() -> None:
+    body = m.chat_view(REPLY)
+    assert body["id"] == "msg_01" and body["model"] == "claude-stub"
+    assert body["choices"][0]["finish_reason"] == "tool_calls"
+    assert body["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "cancel"
+    assert body["usage"]["prompt_tokens"] == 225 and body["usage"]["completion_tokens"] == 30
+    assert m.chat_view({**REPLY, "stop_reason": "max_tokens"})["choices"][0]["finish_reason"] == "length"
 
 
 def test_a_body_that_is_not_a_message_is_refused_as_a_reply() -> None:
@@ -352,83 +364,25 @@ def test_thinking_and_unknown_blocks_stream_too() -> None:
     assert starts[1] == {"type": "redacted_thinking", "data": "opaque"}
 
 
-# ---- the upstream ---------------------------------------------------------------------------------
+# ---- the wire API --------------------------------------------------------------------------------
 
 
-def test_the_upstream_is_the_maps_base_else_the_environments_else_anthropics() -> None:
-    env = {"ANTHROPIC_BASE_URL": "http://env.invalid", "ANTHROPIC_API_KEY": "sk-env"}
-    mapped = m.upstream_target(ConnectionSettings(api_base="http://map.invalid/v1", api_key="sk-map", timeout=9), env)
-    assert (mapped.url, mapped.api_key, mapped.timeout_s) == ("http://map.invalid/v1/messages", "sk-map", 9)
-    from_env = m.upstream_target(ConnectionSettings(), env)
-    assert (from_env.url, from_env.api_key) == ("http://env.invalid/v1/messages", "sk-env")
-    default = m.upstream_target(ConnectionSettings(), {})
-    assert (default.url, default.api_key) == ("https://api.anthropic.com/v1/messages", None)
-    whole = m.upstream_target(ConnectionSettings(api_base="https://api.anthropic.com/v1/messages/"), {})
-    assert whole.url == "https://api.anthropic.com/v1/messages"
-    assert "sk-map" not in repr(mapped)
+def test_the_api_sends_the_body_without_stream_and_the_headers_that_count_upstream() -> None:
+    headers = {**HEADERS, "anthropic-beta": "b-2,a-1", "x-api-key": "sk-client", "authorization": "Bearer c"}
+    asked = m.MessagesApi().request(with_(stream=True), headers)
+    assert asked.stream and asked.api == "messages" and asked.model == "claude-stub"
+    assert asked.native is not None
+    assert "stream" not in asked.native.body and asked.native.body["model"] == "claude-stub"
+    assert asked.native.headers == {"anthropic-version": "2023-06-01", "anthropic-beta": "a-1,b-2"}
+    assert asked.conversation[0] == {"role": "system", "content": "You are a helpful agent."}
 
 
-def test_the_upstream_request_carries_the_servers_key_and_never_the_clients() -> None:
-    client_headers = {**HEADERS, "anthropic-beta": "b-2,a-1", "x-api-key": "sk-client", "authorization": "Bearer c"}
-    checked = m.check_request(with_(stream=True, metadata={"user_id": "u"}), client_headers)
-    target = m.upstream_target(ConnectionSettings(api_key="sk-server"), {})
-    sent = m.upstream_request(checked, target, "anthropic/claude-real")
-    assert sent.headers["x-api-key"] == "sk-server"
-    assert "authorization" not in sent.headers
-    assert sent.headers["anthropic-version"] == "2023-06-01"
-    assert sent.headers["anthropic-beta"] == "a-1,b-2"
-    body = json.loads(sent.content)
-    assert body["model"] == "claude-real" and "stream" not in body and body["metadata"] == {"user_id": "u"}
-
-
-def _send(handler: Any, timeout: float | None = None) -> m.UpstreamAnswer:
-    target = m.UpstreamTarget(url="http://stub.invalid/v1/messages", api_key="sk-secret-server", timeout_s=timeout)
-    with httpx.Client(transport=httpx.MockTransport(handler)) as client:
-        return m.send_upstream(client, m.upstream_request(request(), target, "claude-stub"), target)
-
-
-def test_the_upstreams_bytes_are_kept_as_sent() -> None:
-    raw = json.dumps(REPLY, indent=1).encode()
-    answer = _send(lambda _: httpx.Response(200, content=raw))
-    assert answer.raw == raw
-    assert answer.reply.id == "msg_01"
-
-
-@pytest.mark.parametrize(
-    ("handler", "status", "code", "text"),
-    [
-        (
-            lambda _: httpx.Response(429, json=m.error_body(429, "slow down"), headers={"retry-after": "3"}),
-            429,
-            None,
-            "429: slow down",
-        ),
-        (lambda _: httpx.Response(401, json=m.error_body(401, "key sk-secret-server bad")), 401, None, "401: key"),
-        (lambda _: httpx.Response(200, content=b"<html>"), None, "upstream_malformed", "malformed response"),
-    ],
-    ids=["rate limit", "auth", "malformed"],
-)
-def test_an_upstream_failure_is_one_model_call_error(
-    handler: Any, status: int | None, code: str | None, text: str
-) -> None:
-    with pytest.raises(ModelCallError) as caught:
-        _send(handler)
-    assert (caught.value.status_code, caught.value.code) == (status, code)
-    assert text in str(caught.value)
-    assert "sk-secret-server" not in str(caught.value)
-
-
-def test_an_unreachable_or_slow_upstream_has_its_code() -> None:
-    def refuse(sent: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("refused", request=sent)
-
-    def slow(sent: httpx.Request) -> httpx.Response:
-        assert sent.extensions["timeout"]["read"] == 2.5
-        raise httpx.ReadTimeout("slow", request=sent)
-
-    with pytest.raises(ModelCallError) as refused:
-        _send(refuse)
-    assert refused.value.code == "upstream_unreachable"
-    with pytest.raises(ModelCallError) as timed_out:
-        _send(slow, timeout=2.5)
-    assert timed_out.value.code == "upstream_timeout"
+def test_the_answer_is_the_recorded_bytes_or_the_stream_built_from_them() -> None:
+    api = m.MessagesApi()
+    raw = json.dumps(REPLY, indent=1)
+    completion = Completion(body=m.chat_view(REPLY), source="replay", raw_body=raw)
+    plain = api.answer(api.request(copy.deepcopy(BASE), HEADERS), completion)
+    assert (plain.content, plain.media_type) == (raw.encode(), "application/json")
+    streamed = api.answer(api.request(with_(stream=True), HEADERS), completion)
+    assert streamed.media_type == "text/event-stream"
+    assert streamed.content == m.stream_body(m.parse_reply(raw))
