@@ -141,6 +141,7 @@ class Recorded:
     upstream_headers: list[dict[str, str]]
     cassette: Path
     run_log: Path
+    record_app: ServeApp
     replay_app: ServeApp
 
 
@@ -151,11 +152,12 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(KEY_ENV, SERVER_KEY)
         with StubMessages(api_key=SERVER_KEY, noise=True) as stub:
-            live = ask_all(app_over(cassette, RecordMode.AUTO, stub.base_url))
+            record_app = app_over(cassette, RecordMode.AUTO, stub.base_url)
+            live = ask_all(record_app)
             requests, headers = list(stub.requests), list(stub.headers)
         replay_app = app_over(cassette, RecordMode.REPLAY, None, run_log)
         replayed = ask_all(replay_app)
-        yield Recorded(live, replayed, requests, headers, cassette, run_log, replay_app)
+        yield Recorded(live, replayed, requests, headers, cassette, run_log, record_app, replay_app)
 
 
 def test_each_call_went_live_once_with_the_servers_key_and_never_the_clients(recorded: Recorded) -> None:
@@ -164,6 +166,9 @@ def test_each_call_went_live_once_with_the_servers_key_and_never_the_clients(rec
     assert all(h["x-api-key"] == SERVER_KEY for h in recorded.upstream_headers)
     assert all(h["anthropic-version"] == "2023-06-01" for h in recorded.upstream_headers)
     assert not any("stream" in body for body in recorded.upstream_requests)
+    stats = recorded.record_app.service.stats.snapshot()
+    assert (stats["misses"], stats["live"], stats["shared"]) == (len(CALLS), len(CALLS), len(CALLS))
+    assert stats["live_cost_usd"] > 0
 
 
 def test_a_replay_with_the_upstream_gone_is_byte_identical_and_parses_equal(recorded: Recorded) -> None:
