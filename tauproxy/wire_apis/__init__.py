@@ -1,1 +1,2 @@
-"""The wire APIs serve answers."""
+"""The wire APIs clients speak (chat completions, the Responses API, ...): base.py's `WireApi`
+protocol, one module per API, and registry.py listing them by name."""
