@@ -9,7 +9,7 @@ import pytest
 
 from tauproxy.data_model.key import WIRE_API_PARAM, request_key, without_connection_settings
 from tauproxy.wire_apis.base import RequestRejected
-from tauproxy.wire_apis.registry import BY_NAME, WIRE_APIS, wire_api
+from tauproxy.wire_apis.registry import BY_NAME, WIRE_APIS, api_for_path, wire_api
 from tauproxy.wire_apis.responses import conversation_of, keyed_request, response_view
 
 CHAT = wire_api("chat")
@@ -23,6 +23,8 @@ def test_the_registry_names_each_api_once_with_its_paths() -> None:
     assert all(api.paths[0].startswith("/v1/") for api in WIRE_APIS)
     with pytest.raises(KeyError, match="known: chat, responses"):
         wire_api("nope")
+    assert api_for_path("/proxy/v1/responses/") is RESPONSES and api_for_path("chat/completions") is CHAT
+    assert api_for_path("/v1/responses/resp_1") is None and api_for_path("/v1/models") is None
 
 
 def test_chat_keys_the_body_as_before() -> None:
