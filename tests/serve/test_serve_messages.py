@@ -11,7 +11,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anthropic
 import httpx2
@@ -79,7 +79,7 @@ def app_over(cassette: Path, mode: RecordMode, stub_url: str | None, run_log: Pa
     return ServeApp(service, auth_token=None, max_body_bytes=1 << 20, read_timeout_s=30, model_names=list, describe={})
 
 
-T = Any
+T = TypeVar("T")
 
 
 def over_app(app: ServeApp, work: Callable[[anthropic.AsyncAnthropic, httpx2.AsyncClient], Awaitable[T]]) -> T:
