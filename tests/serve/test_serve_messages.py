@@ -24,8 +24,10 @@ from tauproxy.proxy.pricing import ModelPrice, Pricing
 from tauproxy.serve.app import ServeApp
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.config import UpstreamMap, UpstreamRoute
+from tauproxy.serve.roles import recognise_role, tau2_markers
 from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
+from tauproxy.wire_apis.messages import MessagesApi
 from tauproxy.wire_apis.registry import live_transport
 
 KEY_ENV = "STUB_ANTHROPIC_KEY"
@@ -250,3 +252,17 @@ def test_a_request_without_the_version_header_is_anthropics_400(recorded: Record
         "type": "error",
         "error": {"type": "invalid_request_error", "message": "anthropic-version: header is required"},
     }
+
+
+@pytest.mark.parametrize("as_blocks", [False, True], ids=["system string", "system blocks"])
+def test_a_messages_system_prompt_names_the_callers_role(as_blocks: bool) -> None:
+    markers = tau2_markers().get("user")
+    if not markers:
+        pytest.skip("needs the tau2 extra: role markers are read from its installed files")
+    system: Any = f"{markers[0]}\nBe a customer."
+    if as_blocks:
+        system = [{"type": "text", "text": system}]
+    body = {"model": "m", "max_tokens": 5, "system": system, "messages": [{"role": "user", "content": "Hi"}]}
+    assert recognise_role(MessagesApi().request(body, VERSION).conversation) == "user"
+    body.pop("system")
+    assert recognise_role(MessagesApi().request(body, VERSION).conversation) == "agent"
