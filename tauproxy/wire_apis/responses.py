@@ -177,10 +177,21 @@ def chat_usage(usage: Any) -> dict[str, Any] | None:
 
 def sse_events(response: dict[str, Any]) -> bytes:
     """The answer as the SSE body the API streams: `event:` and `data:` lines per event."""
-    return b"".join(
-        b"event: " + event["type"].encode() + b"\ndata: " + compact_json(event) + b"\n\n"
-        for event in response_events(response)
-    )
+    return b"".join(sse_event(event) for event in response_events(response))
+
+
+def stored_answer(raw: str, stream: bool, starting_after: int | None = None) -> WireAnswer:
+    """A stored response as `GET /v1/responses/{id}` answers it: its bytes, or with `stream` its
+    event sequence, from the event after `starting_after` (how a client resumes a stream)."""
+    if not stream:
+        return WireAnswer(raw.encode("utf-8"), "application/json")
+    first = -1 if starting_after is None else starting_after
+    events = [event for event in response_events(json.loads(raw)) if event["sequence_number"] > first]
+    return WireAnswer(b"".join(sse_event(event) for event in events), SSE, NO_CACHE)
+
+
+def sse_event(event: dict[str, Any]) -> bytes:
+    return b"event: " + event["type"].encode() + b"\ndata: " + compact_json(event) + b"\n\n"
 
 
 class ResponsesApi:
