@@ -191,7 +191,8 @@ def stored_answer(raw: str, stream: bool, starting_after: int | None = None) -> 
 
 
 def sse_event(event: dict[str, Any]) -> bytes:
-    return b"event: " + event["type"].encode() + b"\ndata: " + compact_json(event) + b"\n\n"
+    kind = str(event["type"])
+    return b"event: " + kind.encode() + b"\ndata: " + compact_json(event) + b"\n\n"
 
 
 class ResponsesApi:
