@@ -8,7 +8,8 @@ run log, one pricing. So an API has to say only this:
     name, paths        its name ("chat", "responses", ...) and the POST paths serve answers it on
                        (with and without /v1); serve's routes are made from the registry
                        (registry.py), one handler for all
-    request(body)      the checked request (a one-line RequestRejected otherwise) as an ApiRequest:
+    request(body, headers)
+                       the checked request (a one-line RequestRejected otherwise) as an ApiRequest:
                        its keyed form, whether the client asked for a stream, a chat-shaped view of
                        its conversation, and what a pass-through upstream is sent
     answer(...)        the bytes a client gets for an answer, streamed (SSE, the event sequence the
@@ -25,6 +26,7 @@ module docstring says field by field what its keyed form holds and what it leave
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -107,8 +109,12 @@ class WireApi(Protocol):
     @property
     def upstream(self) -> UpstreamEndpoint | None: ...
 
-    def request(self, body: Any) -> ApiRequest:
-        """The checked request of a parsed JSON body, or RequestRejected naming what is wrong."""
+    def request(self, body: Any, headers: Mapping[str, str]) -> ApiRequest:
+        """The checked request of a parsed JSON body, or RequestRejected naming what is wrong.
+
+        `headers` are the client's request headers (case-insensitive, as Starlette and httpx give
+        them); an API reads only the few its wire format defines (an API version), never a key.
+        """
         ...
 
     def answer(self, request: ApiRequest, completion: Completion) -> WireAnswer:

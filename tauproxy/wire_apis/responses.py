@@ -33,6 +33,7 @@ usage) is what the run log, reports, pricing and role recognition read.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from tauproxy.data_model.call import NativeRequest
@@ -40,7 +41,7 @@ from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.key import WIRE_API_PARAM, canonical_arguments, without_connection_settings
 from tauproxy.data_model.wire import completion_body, usage_from_wire
 from tauproxy.wire_apis.base import ApiRequest, RequestRejected, UpstreamEndpoint, WireAnswer
-from tauproxy.wire_apis.chat import NO_CACHE, SSE
+from tauproxy.wire_apis.chat import NO_CACHE, NO_HEADERS, SSE
 from tauproxy.wire_apis.json_body import compact_json, require_model, require_stream_flag
 from tauproxy.wire_apis.responses_stream import response_events
 
@@ -208,7 +209,7 @@ class ResponsesApi:
         provider_prefix="openai/",
     )
 
-    def request(self, body: Any) -> ApiRequest:
+    def request(self, body: Any, headers: Mapping[str, str] = NO_HEADERS) -> ApiRequest:
         checked = check_responses_request(body)
         sent = {name: value for name, value in checked.items() if name not in DELIVERY_FIELDS}
         return ApiRequest(
