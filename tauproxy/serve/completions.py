@@ -1,10 +1,11 @@
-"""One chat-completion request answered through the cassette layer; HTTP-free, so tests and benches
-can drive it directly.
+"""One model request, of any wire API, answered through the cassette layer; HTTP-free, so tests and
+benches can drive it directly.
 
 The record/replay decision is not made here: it is `proxy.recorder.CassetteTransport`'s, the same
-code `tauproxy run` uses, over the same live transport (`proxy.live.LiteLLMTransport`). This module
-only turns a request body into a `ModelCall` (identity via `key.identify`, where to go via the
-upstream map), and the layer's outcomes into HTTP:
+code `tauproxy run` uses, over the same live transport (litellm for chat completions, the provider's
+own endpoint for the other wire APIs: wire_apis/registry.py). This module only turns a checked
+request (wire_apis.base.ApiRequest) into a `ModelCall` (identity via `key.identify` over its keyed
+form, where to go via the upstream map), and the layer's outcomes into HTTP:
 
     replay  a hit is answered from the cassette; a miss is an HttpError 404 carrying the miss
             report and never reaches the upstream
@@ -26,9 +27,16 @@ import sys
 import time
 from typing import Any
 
-from tauproxy.data_model.call import CallRole, CallSource, ModelCall
+from tauproxy.data_model.call import CallRole, CallSource, ModelCall, NativeRequest
 from tauproxy.data_model.completion import Completion
-from tauproxy.data_model.key import Occurrences, TrialScope, identify, identify_unscoped, without_connection_settings
+from tauproxy.data_model.key import (
+    Occurrences,
+    TrialScope,
+    identify,
+    identify_unscoped,
+    wire_api_of,
+    without_connection_settings,
+)
 from tauproxy.errors import CassetteError, ModelCallError, ReplayMissError
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.priced import PricedTransport, cost_of
@@ -36,6 +44,7 @@ from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.recorder import CassetteTransport
 from tauproxy.proxy.transport import Transport
 from tauproxy.results.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
+from tauproxy.serve.answered import AnsweredBodies
 from tauproxy.serve.config import UpstreamMap
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.roles import recognise_role
@@ -43,10 +52,13 @@ from tauproxy.serve.runlog import RunLog, RunLogLine
 from tauproxy.serve.stats import ServeStats
 from tauproxy.serve.threads import OffLoop
 from tauproxy.store.cassette import Cassette
+from tauproxy.wire_apis.base import ApiRequest
+from tauproxy.wire_apis.chat import ChatApi
 
 # Threads at once for live calls and cassette writes; replays never leave the event loop.
 MAX_WORKERS = 64
 REPLAY_MISS_CODE = "tauproxy_replay_miss"
+CHAT = ChatApi()
 
 
 class CompletionService:
@@ -72,10 +84,14 @@ class CompletionService:
         self.run_log = run_log
         self.stats = ServeStats()
         self.occurrences = Occurrences()
+        self._answered = AnsweredBodies()
         self._off_loop = OffLoop(MAX_WORKERS)
 
-    def identify(self, body: dict[str, Any], scope: TrialScope | None, role: CallRole) -> ModelCall:
-        """Key the request; with a scope, claim its occurrence in that scope now, in arrival order.
+    def identify(
+        self, body: dict[str, Any], scope: TrialScope | None, role: CallRole, native: NativeRequest | None = None
+    ) -> ModelCall:
+        """Key the request (a chat body, or another wire API's keyed form with its `native` request);
+        with a scope, claim its occurrence in that scope now, in arrival order.
 
         Without one (serve/identity.py), identical requests are one sample: nothing depends on
         arrival order or on what this process served before.
@@ -93,12 +109,18 @@ class CompletionService:
             call_index,
             connection=route.connection(),
             upstream_model=route.litellm_model(str(wire["model"])),
+            native=native,
         )
 
     async def complete(self, body: dict[str, Any], scope: TrialScope | None, role: CallRole | None) -> dict[str, Any]:
-        """The chat.completion body for `body`, or an HttpError to send instead."""
+        """The chat.completion body for a chat-completions `body`, or an HttpError to send instead."""
+        return (await self.answer(CHAT.request(body, {}), scope, role)).body
+
+    async def answer(self, request: ApiRequest, scope: TrialScope | None, role: CallRole | None) -> Completion:
+        """The answer to `request` (its `raw_body` set for APIs answered in their own shape), or an
+        HttpError to send instead."""
         started = time.perf_counter()
-        call = self.identify(body, scope, role or recognise_role(body.get("messages") or []))
+        call = self.identify(request.keyed, scope, role or recognise_role(request.conversation), request.native)
         self.stats.request(call.model)
         try:
             completion = self.cache.replay(call) if self.cache is not None else None
@@ -107,11 +129,24 @@ class CompletionService:
         except HttpError as error:
             if scope is not None:
                 self.occurrences.give_back(call.identity)  # nothing was recorded under it
-            self._log(call, "replay" if error.code == REPLAY_MISS_CODE else "live", started, None, error)
+            self._log(request, call, "replay" if error.code == REPLAY_MISS_CODE else "live", started, None, error)
             raise
         self._count(call, completion)
-        self._log(call, completion.source, started, completion, None)
-        return completion.body
+        self._log(request, call, completion.source, started, completion, None)
+        if completion.raw_body is not None:
+            self._answered.remember(call.api, completion)
+        return completion
+
+    def recorded_answer(self, api: str, response_id: str) -> str | None:
+        """The body of an answer of `api` with this id, as its upstream sent it: one this server
+        answered, else one the cassette holds (GET /v1/responses/{id}); None if neither has it."""
+        found = self._answered.get(api, response_id)
+        if found is not None or self.cassette is None:
+            return found
+        for entry in self.cassette.iter_entries():
+            if entry.response.response_id == response_id and wire_api_of(entry.request.params) == api:
+                return self.cassette.raw_body_of(entry)
+        return None
 
     def _complete_off_loop(self, call: ModelCall) -> Completion:
         """A miss just looked up (or record mode, or no cassette): the cassette layer goes live and
@@ -150,6 +185,7 @@ class CompletionService:
 
     def _log(
         self,
+        request: ApiRequest,
         call: ModelCall,
         source: CallSource,
         started: float,
@@ -158,7 +194,7 @@ class CompletionService:
     ) -> None:
         if self.run_log is None:
             return
-        messages = call.wire.get("messages") or []
+        messages = request.conversation
         reply = completion.body["choices"][0]["message"] if completion is not None else None
         cost = cost_of(completion) if completion is not None else None
         self.run_log.write(
@@ -167,6 +203,7 @@ class CompletionService:
                 sample_key=call.sample_key,
                 key=call.key,
                 model=call.model,
+                api=call.api,
                 scope=call.scope,
                 occurrence=call.identity.occurrence,
                 call_index=call.call_index,
