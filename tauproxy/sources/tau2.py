@@ -96,7 +96,9 @@ class Tau2Source:
         from tauproxy.tau2bench.plan import load_for_run
 
         settings = tau2_settings(config)
-        return load_for_run(domain, settings.agent_implementation, settings.task_set_name)
+        return load_for_run(
+            domain, settings.agent_implementation, settings.task_set_name, config.task_ids, config.num_tasks
+        )
 
     def trial_seeds(self, run_seed: int, num_trials: int) -> list[int]:
         """τ²-bench's scheme, so requests match `tau2 run`'s."""

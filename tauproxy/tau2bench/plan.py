@@ -83,17 +83,32 @@ def check_implementations(settings: Tau2Settings) -> None:
         )
 
 
-def load_for_run(name: str, agent: Tau2AgentName = LLM_AGENT, task_set: str | None = None) -> DomainPack:
-    """The runner's pack of a τ²-bench domain, its tasks from `--task-set-name` when given; for τ²'s
-    solo and ground-truth agents only the tasks they accept, as `tau2 run --agent ...` keeps."""
+def load_for_run(
+    name: str,
+    agent: Tau2AgentName = LLM_AGENT,
+    task_set: str | None = None,
+    task_ids: list[str] | None = None,
+    num_tasks: int | None = None,
+) -> DomainPack:
+    """The runner's pack of a τ²-bench domain, its tasks from `--task-set-name` when given. For τ²'s
+    solo and ground-truth agents, the tasks `tau2 run --agent ...` runs: the ones chosen (`--task-ids`,
+    then the first `--num-tasks`) that the agent accepts, in that order, so `--num-tasks 5` may leave
+    fewer, as in τ². A task named by id that the agent does not accept is refused in one line."""
     pack = load_tau2_pack(name, task_set)
-    if agent in (SOLO_AGENT, GT_AGENT):
-        from tau2.agent.llm_agent import LLMGTAgent, LLMSoloAgent
+    if agent not in (SOLO_AGENT, GT_AGENT):
+        return pack
+    from tau2.agent.llm_agent import LLMGTAgent, LLMSoloAgent
 
-        accepts = LLMSoloAgent if agent == SOLO_AGENT else LLMGTAgent
-        catalog = load_catalog(name, task_set)
-        valid = {task_id for task_id, task in catalog.tasks.items() if accepts.check_valid_task(task)}
-        pack.tasks = [task for task in pack.tasks if task.id in valid]
+    accepts = LLMSoloAgent if agent == SOLO_AGENT else LLMGTAgent
+    catalog = load_catalog(name, task_set)
+    chosen = [task for task in pack.tasks if not task_ids or task.id in task_ids][:num_tasks]
+    refused = [task.id for task in chosen if task_ids and not accepts.check_valid_task(catalog.task(task.id))]
+    if refused:
+        raise ConfigError(
+            f"--agent {agent} does not run task(s) {', '.join(refused)}: τ²'s agent accepts only the tasks its "
+            "check_valid_task passes (`tau2 run` skips the others)"
+        )
+    pack.tasks = [task for task in chosen if accepts.check_valid_task(catalog.task(task.id))]
     return pack
 
 
