@@ -235,3 +235,47 @@ def test_retries_never_change_a_key(tmp_path: Path) -> None:
     assert outcome(replayed["simulations"]) == outcome(recorded["simulations"])
     keys = [[c["key"] for c in s["calls"]] for s in recorded["simulations"]]
     assert keys == [[c["key"] for c in s["calls"]] for s in replayed["simulations"]]
+
+
+def test_the_registry_read_without_importing_it_is_tau2s_own() -> None:
+    from tau2.registry import registry
+
+    from tauproxy.tau2bench.registry import tau2_registry
+
+    theirs, ours = registry.get_info(), tau2_registry()
+    assert list(ours.domains) == theirs.domains
+    assert list(ours.task_sets) == theirs.task_sets
+    assert list(ours.agents) == theirs.agents and list(ours.users) == theirs.users
+    for name, constructor in ours.domains.items():
+        assert constructor.load() is registry.get_env_constructor(name)
+    for name, task_set in ours.task_sets.items():
+        assert task_set.tasks.load() is registry.get_tasks_loader(name)
+        splits = registry.get_task_splits_loader(name)
+        assert (task_set.splits.load() if task_set.splits else None) is splits
+
+
+def test_a_task_the_chosen_agent_does_not_run_is_one_line(tmp_path: Path) -> None:
+    from tauproxy.tau2bench.domain import load_catalog
+
+    tasks = load_catalog("tau2/mock").tasks
+    without_actions = next(
+        task_id
+        for task_id, task in tasks.items()
+        if not (task.evaluation_criteria and task.evaluation_criteria.actions)
+    )
+    outcome = invoke_cli(
+        "run",
+        "--domain",
+        "tau2/mock",
+        "--agent",
+        "llm_agent_gt",
+        "--task-ids",
+        without_actions,
+        "--agent-llm",
+        "openai/a",
+        "--user-llm",
+        "openai/u",
+        check=False,
+    )
+    assert outcome.returncode == 2, outcome
+    assert f"--agent llm_agent_gt does not run task(s) {without_actions}" in outcome.stderr
