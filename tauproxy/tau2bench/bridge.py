@@ -1,7 +1,7 @@
 """τ²-bench's own LLM calls, answered through tauproxy's ModelClient and transport stack.
 
-Used when a trial runs on τ²'s own orchestrator (`--tau2-orchestrator tau2`, solo mode, the
-repetition judge, a task with a message history); tauproxy's orchestrator builds the same bodies
+Used when a trial runs on τ²'s own orchestrator (`--tau2-orchestrator tau2`, and what tauproxy's does
+not run: tau2bench/trial.py); tauproxy's orchestrator builds the same bodies
 itself (tau2bench/wire.py). Its helpers for τ²'s model names and llm args serve both.
 
 τ²-bench's agent and user simulator call `tau2.utils.llm_utils.generate`, which calls

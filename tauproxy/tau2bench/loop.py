@@ -23,7 +23,9 @@ The rules, as τ²'s orchestrator applies them:
 - an answer with neither text nor tool calls is asked again, up to `num_retries` times.
 
 Not covered here (tau2bench/trial.py runs those on τ²'s own orchestrator): a task with a message
-history, solo mode and the repetition judge.
+history, another agent or user than τ²'s LLM agent and user simulator (solo mode, the ground-truth
+agent), the communication protocol and the repetition judge. `--max-errors`, `--max-retries` and
+`--task-set-name` are.
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
 Nothing of τ²-bench is copied into tauproxy: its tasks, policies, prompts, tools, environment and
 evaluators are loaded from the installed package at run time. tauproxy's orchestrator
 (tau2bench/loop.py) imports only τ²'s domains, data models, environment and evaluators, which do
-not import litellm (about 0.5 s). τ²'s own orchestrator (`--tau2-orchestrator tau2`, solo mode,
-the repetition judge) imports `tau2.run`, and with it litellm (about 6 s) and these process-wide
-litellm settings (`tau2.utils.llm_utils`, at import): `litellm.drop_params = True`,
-`litellm.suppress_debug_info = True` and litellm's cache disabled; tauproxy's own live calls go
+not import litellm (about 0.5 s); τ²'s registry is read without importing it (tau2bench/registry.py).
+τ²'s own orchestrator (`--tau2-orchestrator tau2`, and what tauproxy's does not run) imports
+`tau2.run`, and with it litellm (about 6 s) and these process-wide litellm settings
+(`tau2.utils.llm_utils`, at import): `litellm.drop_params = True`, `litellm.suppress_debug_info = True`
+and litellm's cache disabled; tauproxy's own live calls go
 through the same litellm, so they drop unsupported params silently in such a process too. τ²'s
 loguru logger would print every step to stderr; we disable the `tau2` logger
 (`loguru.logger.disable("tau2")`), as `tau2 run`'s default log level ERROR nearly does.
