@@ -71,12 +71,11 @@ class Tau2Settings(BaseModel):
 
     def needs_tau2_orchestrator(self) -> bool:
         """Whether every trial runs on τ²'s own orchestrator (tau2bench/trial.py): tauproxy's runs τ²'s
-        LLM agent and user simulator without the communication protocol or the repetition judge."""
+        LLM agent and user simulator, without the repetition judge."""
         return (
             self.orchestrator == TAU2_ORCHESTRATOR
             or self.agent_implementation != LLM_AGENT
             or self.user_implementation != USER_SIMULATOR
-            or self.enforce_communication_protocol
             or self.judge is not None
         )
 

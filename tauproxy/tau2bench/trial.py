@@ -8,8 +8,7 @@ between them and with `tau2 run` through serve:
   stays offline and a trial costs milliseconds;
 - τ²'s own (`tau2.run.run_task`, as `tau2 run` calls it), with `--tau2-orchestrator tau2`, and for
   what the first does not cover: another agent or user (`--agent llm_agent_gt | llm_agent_solo`,
-  `--user dummy_user`, solo mode), `--enforce-communication-protocol`, the repetition judge, a task
-  with a message history.
+  `--user dummy_user`, solo mode), the repetition judge, a task with a message history.
   Its agent, user simulator, environment and evaluator (`EvaluationType.ALL`) run unchanged; only
   their model calls go through tauproxy (tau2bench/bridge.py). τ² swallows a failed judge call
   ("repetition checker failed"), but the bridge keeps the failure, so the trial still ends as an
@@ -114,6 +113,7 @@ def _on_our_orchestrator(
         ask=ask,
         max_steps=settings.max_steps,
         max_errors=settings.max_errors,
+        enforce_communication_protocol=settings.enforce_communication_protocol,
     )
     start_time, start = get_now(), time.perf_counter()
     try:

@@ -80,11 +80,20 @@ class Case:
     ends: str  # how every trial ends
     num_tasks: int = 2
     trials: int = 2  # the trials run of num_tasks: the ground-truth agent takes only tasks with actions
+    ours_only: tuple[str, ...] = ()  # tauproxy's own flags beside them
 
 
 CASES = {
     "ground-truth agent": Case("mock", "oracle", ("--agent", "llm_agent_gt"), "tau2", "user_stop", 4, 3),
-    "communication protocol": Case("mock", "mixed", ("--enforce-communication-protocol",), "tau2", "agent_error"),
+    "communication protocol": Case("mock", "mixed", ("--enforce-communication-protocol",), "tauproxy", "agent_error"),
+    "communication protocol, τ²'s orchestrator": Case(
+        "mock",
+        "mixed",
+        ("--enforce-communication-protocol",),
+        "tau2",
+        "agent_error",
+        ours_only=("--tau2-orchestrator", "tau2"),
+    ),
     "max errors": Case("mock", "wrong-tool", ("--max-errors", "2"), "tauproxy", "too_many_errors"),
     # An empty answer is asked again --max-retries times, then τ² raises on it (saved as agent_error).
     "max retries": Case("mock", "empty", ("--max-retries", "1"), "tauproxy", "agent_error"),
@@ -183,7 +192,7 @@ def test_tau2_run_flags_send_the_same_requests_and_give_the_same_results(
     try:
         # Without a cassette every call goes out: with one, a request this run has sent before (two mock
         # tasks share a user scenario) is one sample, answered from it, as serve answers `tau2 run`.
-        ours = tauproxy_run(case, oracle.url, tmp_path / "ours", "--record-mode", "off")
+        ours = tauproxy_run(case, oracle.url, tmp_path / "ours", "--record-mode", "off", *case.ours_only)
         our_requests = oracle.taken()
         theirs = tau2_run(case, oracle.url, tmp_path / "tau2", monkeypatch)
         assert oracle.taken() == our_requests, f"{name}: the requests differ"
