@@ -150,10 +150,21 @@ class Tau2Source:
     def domains(self) -> list[DomainSummary]:
         """τ²-bench's own domains, when the tau2 extra is installed."""
         from tauproxy.tau2bench.domain import describe
-        from tauproxy.tau2bench.peer import INSTALL_HINT, KNOWN_DOMAINS, available_domains, is_installed
+        from tauproxy.tau2bench.peer import (
+            INSTALL_HINT,
+            KNOWN_DOMAINS,
+            available_domains,
+            check_version,
+            installed_version,
+            is_installed,
+        )
 
-        if not is_installed():  # named, with the line that installs them
-            return [DomainSummary(name=PREFIX + name, unavailable=INSTALL_HINT) for name in KNOWN_DOMAINS]
+        try:
+            if not is_installed():
+                raise ConfigError(INSTALL_HINT)
+            check_version(installed_version())
+        except ConfigError as missing:  # named, with the line that installs what they need
+            return [DomainSummary(name=PREFIX + name, unavailable=str(missing)) for name in KNOWN_DOMAINS]
         summaries = []
         for name in available_domains():
             shown = describe(PREFIX + name)

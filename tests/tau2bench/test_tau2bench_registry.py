@@ -43,6 +43,12 @@ def test_domains_list_without_the_extra_names_the_tau2_domains_and_how_to_instal
     assert rows["mock"]["tasks"] > 0  # our own packs are listed as ever
     shown = invoke_cli("domains", "list", env={"COLUMNS": "200"}).stdout.splitlines()
     assert f"tau2/telecom-workflow  {peer.INSTALL_HINT}" in [line.rstrip() for line in shown]
+    # Installed but of another series: listed with the line that says which one is needed.
+    monkeypatch.setattr(peer, "is_installed", lambda: True)
+    monkeypatch.setattr(peer, "installed_version", lambda: "27.1")
+    rows = {row["name"]: row for row in json.loads(invoke_cli("domains", "list", "--json").stdout)}
+    assert "τ²-bench 27.1 is installed" in rows["tau2/airline"]["unavailable"]
+    assert "26.3.*" in rows["tau2/airline"]["unavailable"]
 
 
 @needs_tau2
