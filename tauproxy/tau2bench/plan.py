@@ -118,8 +118,8 @@ def agent_prompt_sha256(name: str) -> str:
 
 def run_orchestrator(settings: Tau2Settings) -> Tau2Orchestrator:
     """What runs a run's trials: τ²'s own for what tauproxy's does not run (another agent or user, the
-    communication protocol, the judge: tau2bench/trial.py), whatever `--tau2-orchestrator` says. A task
-    with a message history runs on τ²'s too; the run info names the run's choice."""
+    repetition judge: tau2bench/trial.py), whatever `--tau2-orchestrator` says. A task with a message
+    history runs on τ²'s too; the run info names the run's choice."""
     return TAU2_ORCHESTRATOR if settings.needs_tau2_orchestrator() else OUR_ORCHESTRATOR
 
 
