@@ -219,7 +219,7 @@ class Conversation:
 
 def _breaks_protocol(message: Any) -> bool:
     """τ²'s communication protocol: a message has text or tool calls, never neither, never both."""
-    return message.is_tool_call() == message.has_text_content()
+    return bool(message.is_tool_call()) == bool(message.has_text_content())
 
 
 class _as_assistant:
