@@ -22,9 +22,13 @@ def list_command(json_output: Annotated[bool, flag("--json")] = False) -> None:
     if json_output:
         print_json(rows)
         return
+    width = max([12, *(len(row["name"]) for row in rows)])
     for row in rows:
+        if "unavailable" in row:  # a source's domain this install cannot run, and the line that fixes it
+            out_console.print(f"{row['name']:<{width}}  {row['unavailable']}", markup=False, soft_wrap=True)
+            continue
         out_console.print(
-            f"{row['name']:<12} {row['tasks']:>4} tasks  {row['agent_tools']:>3} agent tools  "
+            f"{row['name']:<{width}} {row['tasks']:>4} tasks  {row['agent_tools']:>3} agent tools  "
             f"{row['user_tools']:>3} user tools" + ("  (dual control)" if row["dual_control"] else "")
         )
 

@@ -31,9 +31,16 @@ from tauproxy.runner.defaults import (
     MAX_CONCURRENCY_LIMIT,
     NUM_TRIALS_LIMIT,
 )
-from tauproxy.tau2bench.settings import OUR_ORCHESTRATOR, TAU2_JUDGE_WINDOW_SIZE
+from tauproxy.tau2bench.settings import (
+    LLM_AGENT,
+    OUR_ORCHESTRATOR,
+    TAU2_JUDGE_WINDOW_SIZE,
+    TAU2_MAX_RETRIES,
+    USER_SIMULATOR,
+)
 
 AGENT = "Agent, user and judge"
+TAU2 = "τ²-bench domains (tau2/...): `tau2 run`'s own options"
 RUN = "Tasks and trials"
 CASSETTE = "Cassette and cost"
 DECIDE = "Compare and decide"
@@ -98,8 +105,35 @@ class RunFlags:
         default=OUR_ORCHESTRATOR,
         metadata=spec(
             "tau2/ domains: tauproxy (fast, τ²'s rules) | tau2 (τ²'s own run_task); both send the same requests.",
-            AGENT,
+            TAU2,
             sets=SOURCE,
+        ),
+    )
+    # `tau2 run`'s flags under its names (the τ² source's options, tau2bench/settings.py: Tau2Options).
+    agent: str = field(
+        default=LLM_AGENT,
+        metadata=spec(
+            "τ²'s agent: llm_agent | llm_agent_gt | llm_agent_solo (as `tau2 run --agent`).", TAU2, sets=SOURCE
+        ),
+    )
+    user: str = field(
+        default=USER_SIMULATOR,
+        metadata=spec("τ²'s user: user_simulator | dummy_user (as `tau2 run --user`).", TAU2, sets=SOURCE),
+    )
+    task_set_name: str | None = field(
+        default=None,
+        metadata=spec("τ²'s registered task set (default: the domain's own), as `tau2 run`.", TAU2, sets=SOURCE),
+    )
+    enforce_communication_protocol: bool = field(
+        default=False,
+        metadata=spec(
+            "End a trial on an empty message or one with both text and tool calls, as `tau2 run`.", TAU2, sets=SOURCE
+        ),
+    )
+    max_retries: int = field(
+        default=TAU2_MAX_RETRIES,
+        metadata=spec(
+            "Retries of a failed or empty model answer (never part of a key), as `tau2 run`.", TAU2, min=0, sets=SOURCE
         ),
     )
     num_trials: int = field(
@@ -122,7 +156,12 @@ class RunFlags:
     max_errors: int = field(
         default=DEFAULT_MAX_ERRORS, metadata=spec("Tool errors per trial before it stops.", RUN, min=1)
     )
-    solo: bool = field(default=False, metadata=spec("No user simulator; the agent holds both tool sets.", RUN))
+    solo: bool = field(
+        default=False,
+        metadata=spec(
+            "No user simulator; the agent holds both tool sets (tau2/: --agent llm_agent_solo --user dummy_user).", RUN
+        ),
+    )
     save_to: Path | None = field(default=None, metadata=spec("Run directory; an existing one resumes.", RUN))
     cassette: Path | None = field(default=None, metadata=spec("Cassette directory.", CASSETTE))
     record_mode: str = field(

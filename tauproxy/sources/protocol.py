@@ -49,6 +49,10 @@ class SourceConfig(Protocol):
     @property
     def tasks_file(self) -> Path | None: ...
     @property
+    def task_ids(self) -> list[str] | None: ...
+    @property
+    def num_tasks(self) -> int | None: ...
+    @property
     def max_steps(self) -> int: ...
     @property
     def max_errors(self) -> int: ...
@@ -76,14 +80,15 @@ class TrialSpec:
 
 
 class DomainSummary(BaseModel):
-    """One line of `tauproxy domains list`."""
+    """One line of `tauproxy domains list`: a domain's counts, or why this install cannot run it."""
 
     name: str
-    tasks: int
-    agent_tools: int
-    user_tools: int
-    dual_control: bool
+    tasks: int | None = None  # None with `unavailable`: not known without what it needs
+    agent_tools: int | None = None
+    user_tools: int | None = None
+    dual_control: bool | None = None
     engine: str | None = None  # what runs its trials, when not tauproxy's own engine
+    unavailable: str | None = None  # why it cannot run here, with the line that installs what it needs
 
 
 class Tau2FileParts(BaseModel):

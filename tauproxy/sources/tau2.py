@@ -17,17 +17,32 @@ from tauproxy.data_model.result import ModelInfo, RunInfo, SimulationRun
 from tauproxy.data_model.task import Task
 from tauproxy.domain.pack import DomainPack
 from tauproxy.engine.llm_config import LLMConfig
+from tauproxy.errors import ConfigError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 from tauproxy.sources.protocol import DomainSummary, SourceConfig, Tau2FileParts, TrialSpec
 from tauproxy.tau2bench.peer import PREFIX
-from tauproxy.tau2bench.settings import NO_JUDGE, Tau2Options, Tau2Settings, misplaced_options
+from tauproxy.tau2bench.settings import (
+    DUMMY_USER,
+    LLM_AGENT,
+    NO_JUDGE,
+    SOLO_AGENT,
+    Tau2Options,
+    Tau2Settings,
+    misplaced_options,
+)
 
 
 def tau2_settings(config: SourceConfig) -> Tau2Settings:
     """The `tau2 run` flags of a τ²-bench domain's run. Its judge is τ²'s repetition judge, off unless
-    the run names a judge model: the default judge is our scripted one, which cannot answer τ²."""
+    the run names a judge model: the default judge is our scripted one, which cannot answer τ².
+    `--solo` is τ²'s `--agent llm_agent_solo --user dummy_user`."""
     options = Tau2Options.model_validate(dict(config.source_options))
+    agent, user = options.agent, options.user
+    if config.solo:
+        if agent not in (LLM_AGENT, SOLO_AGENT):
+            raise ConfigError(f"--solo is τ²'s --agent {SOLO_AGENT} --user {DUMMY_USER}; it cannot run --agent {agent}")
+        agent, user = SOLO_AGENT, DUMMY_USER
     return Tau2Settings(
         domain=config.domain,
         agent=config.agent,
@@ -37,7 +52,11 @@ def tau2_settings(config: SourceConfig) -> Tau2Settings:
         judge_system_prompt=options.judge_system_prompt,
         max_steps=config.max_steps,
         max_errors=config.max_errors,
-        solo=config.solo,
+        agent_implementation=agent,
+        user_implementation=user,
+        task_set_name=options.task_set_name,
+        enforce_communication_protocol=options.enforce_communication_protocol,
+        max_retries=options.max_retries,
         orchestrator=options.tau2_orchestrator,
     )
 
@@ -54,15 +73,17 @@ class Tau2Source:
 
     def check(self, config: SourceConfig) -> None:
         from tauproxy.tau2bench.peer import load_tau2, parse_domain
-        from tauproxy.tau2bench.plan import check_tau2_run
+        from tauproxy.tau2bench.plan import check_implementations, check_tau2_run
 
         parse_domain(config.domain)  # a misspelt domain is named first, before what its models cannot do
         load_tau2()  # then a missing or unsupported τ²-bench (cheap: it imports nothing of τ²'s)
-        judge = tau2_settings(config).judge
+        settings = tau2_settings(config)
+        check_implementations(settings)
+        judge = settings.judge
         check_tau2_run(
             agent_model=config.agent.model,
             user_model=config.user.model,
-            solo=config.solo,
+            solo=settings.solo,
             custom_prompt=config.agent_prompt.custom is not None,
             agent_impl=config.agent_impl,
             tasks_file=config.tasks_file,
@@ -74,7 +95,10 @@ class Tau2Source:
         """Loaded from this process's installed τ², whose version is in the content hash."""
         from tauproxy.tau2bench.plan import load_for_run
 
-        return load_for_run(domain, config.solo)
+        settings = tau2_settings(config)
+        return load_for_run(
+            domain, settings.agent_implementation, settings.task_set_name, config.task_ids, config.num_tasks
+        )
 
     def trial_seeds(self, run_seed: int, num_trials: int) -> list[int]:
         """τ²-bench's scheme, so requests match `tau2 run`'s."""
@@ -87,11 +111,19 @@ class Tau2Source:
 
         settings = tau2_settings(config)
         judge = settings.judge
-        agent_info = info.agent_info.model_copy(update={"system_prompt_sha256": agent_prompt_sha256(config.domain)})
+        agent_info = info.agent_info.model_copy(
+            update={
+                "system_prompt_sha256": agent_prompt_sha256(config.domain),
+                "implementation": settings.agent_implementation,
+            }
+        )
+        user_info = info.user_info.model_copy(update={"implementation": settings.user_implementation})
         return info.model_copy(
             update={
-                "engine": engine(run_orchestrator(settings.orchestrator, settings.solo)),
+                "engine": engine(run_orchestrator(settings), settings.task_set_name),
+                "solo": settings.solo,
                 "agent_info": agent_info,
+                "user_info": user_info,
                 "judge_info": judge.info(_sha256(settings.judge_system_prompt))
                 if judge is not None
                 else ModelInfo(llm=NO_JUDGE),
@@ -101,9 +133,10 @@ class Tau2Source:
 
     def models(self, config: SourceConfig, tasks: list[Task]) -> list[tuple[str, LLMConfig]]:
         # `tau2 run` grades no NL assertion; its only judge is the repetition judge, when named.
-        judge = tau2_settings(config).judge
+        settings = tau2_settings(config)
+        judge = settings.judge
         models = [] if config.agent_impl is not None else [("agent", config.agent)]
-        models += [] if config.solo else [("user", config.user)]
+        models += [] if settings.solo else [("user", config.user)]
         return models + ([("judge", judge)] if judge is not None else [])
 
     def run_trial(
@@ -117,12 +150,23 @@ class Tau2Source:
     def domains(self) -> list[DomainSummary]:
         """τ²-bench's own domains, when the tau2 extra is installed."""
         from tauproxy.tau2bench.domain import describe
-        from tauproxy.tau2bench.peer import DOMAINS, is_installed
+        from tauproxy.tau2bench.peer import (
+            INSTALL_HINT,
+            KNOWN_DOMAINS,
+            available_domains,
+            check_version,
+            installed_version,
+            is_installed,
+        )
 
-        if not is_installed():
-            return []
+        try:
+            if not is_installed():
+                raise ConfigError(INSTALL_HINT)
+            check_version(installed_version())
+        except ConfigError as missing:  # named, with the line that installs what they need
+            return [DomainSummary(name=PREFIX + name, unavailable=str(missing)) for name in KNOWN_DOMAINS]
         summaries = []
-        for name in DOMAINS:
+        for name in available_domains():
             shown = describe(PREFIX + name)
             summaries.append(
                 DomainSummary(

@@ -1,7 +1,7 @@
 """τ²-bench's own LLM calls, answered through tauproxy's ModelClient and transport stack.
 
-Used when a trial runs on τ²'s own orchestrator (`--tau2-orchestrator tau2`, solo mode, the
-repetition judge, a task with a message history); tauproxy's orchestrator builds the same bodies
+Used when a trial runs on τ²'s own orchestrator (`--tau2-orchestrator tau2`, and what tauproxy's does
+not run: tau2bench/trial.py); tauproxy's orchestrator builds the same bodies
 itself (tau2bench/wire.py). Its helpers for τ²'s model names and llm args serve both.
 
 τ²-bench's agent and user simulator call `tau2.utils.llm_utils.generate`, which calls
@@ -35,13 +35,13 @@ from tauproxy.data_model.call import CallRole
 from tauproxy.data_model.key import without_connection_settings
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.proxy.client import ModelClient
+from tauproxy.tau2bench.settings import TAU2_MAX_RETRIES
 
 # Never contacted: the client's transport answers in-process.
 BRIDGE_URL = "http://tauproxy.invalid/v1"
 BRIDGE_KEY = "tauproxy-bridge"  # a placeholder the OpenAI client insists on; never sent anywhere
-# `tau2 run` adds num_retries (its --max-retries, default 3) to both roles' llm args; τ²'s generate
-# also retries an empty answer that many times.
-TAU2_MAX_RETRIES = 3
+# `tau2 run` adds num_retries (its --max-retries, default TAU2_MAX_RETRIES) to every role's llm args;
+# τ²'s generate also retries an empty answer that many times.
 # `tau2 run`'s --agent-llm-args / --user-llm-args when the flag is not given; its --judge-llm-args
 # default is no args at all.
 TAU2_DEFAULT_LLM_ARGS: dict[str, Any] = {"temperature": 0.0}
@@ -62,10 +62,10 @@ def tau2_model_name(model: str) -> str:
     return model if model.startswith(OPENAI_PREFIX) else OPENAI_PREFIX + model
 
 
-def tau2_llm_args(config: LLMConfig, role: CallRole = "agent") -> dict[str, Any]:
-    """The llm args a `tau2 run` with these args gives this role, connection settings aside."""
+def tau2_llm_args(config: LLMConfig, role: CallRole = "agent", max_retries: int = TAU2_MAX_RETRIES) -> dict[str, Any]:
+    """The llm args a `tau2 run --max-retries N` with these args gives this role, connection settings aside."""
     params = config.params(seed=None) if config.args else dict(TAU2_DEFAULT_LLM_ARGS_BY_ROLE[role])
-    return {**params, "num_retries": TAU2_MAX_RETRIES}
+    return {**params, "num_retries": max_retries}
 
 
 @cache
@@ -87,8 +87,9 @@ class BridgeFailure(Exception):
 class TrialBridge:
     """One trial's bridge: both roles' OpenAI clients over one ModelClient."""
 
-    def __init__(self, client: ModelClient) -> None:
+    def __init__(self, client: ModelClient, max_retries: int = TAU2_MAX_RETRIES) -> None:
         self.client = client
+        self.max_retries = max_retries
         self.failure: BaseException | None = None
         self._closers: list[Any] = []
 
@@ -113,7 +114,7 @@ class TrialBridge:
         http = httpx.Client(transport=httpx.MockTransport(handle))
         client = _client_class()(api_key=BRIDGE_KEY, base_url=BRIDGE_URL, max_retries=0, http_client=http)
         self._closers.append(client)
-        return {**tau2_llm_args(config, role), "client": client}
+        return {**tau2_llm_args(config, role, self.max_retries), "client": client}
 
     def close(self) -> None:
         for client in self._closers:

@@ -21,8 +21,9 @@ from tauproxy.domain.pack import DomainPack
 from tauproxy.domain.state import BaseState
 from tauproxy.errors import ConfigError
 from tauproxy.results.tau2_format import tau2_to_results
-from tauproxy.tau2bench.environments import domain_module, environment_factory
+from tauproxy.tau2bench.environments import environment_factory
 from tauproxy.tau2bench.peer import Tau2Domain, installed_version, load_tau2, parse_domain
+from tauproxy.tau2bench.registry import TaskSet, tau2_registry
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Tau2Catalog:
     """One τ²-bench domain and split as loaded: its original tasks and what the runner needs."""
 
     domain: Tau2Domain
+    task_set: str  # τ²'s registered task set the tasks come from (`tau2 run --task-set-name`)
     version: str
     tasks: dict[str, Any]  # task id -> tau2.data_model.tasks.Task, in τ²'s order
     policy: str
@@ -47,26 +49,25 @@ class Tau2Catalog:
             raise ConfigError(f"domain {self.domain.name!r} has no task {task_id!r}") from None
 
 
-DOMAINS_WITH_SPLITS = frozenset({"airline", "retail", "telecom"})  # mock registers no split loader
-
-
 @lru_cache(maxsize=16)
-def load_catalog(name: str) -> Tau2Catalog:
+def load_catalog(name: str, task_set_name: str | None = None) -> Tau2Catalog:
+    """The domain's tasks from its own task set, or from `task_set_name` (`tau2 run --task-set-name`),
+    loaded as `tau2 run` loads them (`load_tasks`): the set's loader with the split's name."""
     domain = parse_domain(name)
     version = load_tau2()
     from tau2.utils.utils import DATA_DIR
 
     from tauproxy.tau2bench.source import tau2_prompts
 
-    module = domain_module(domain.domain)
-    splits = module.get_tasks_split() if domain.domain in DOMAINS_WITH_SPLITS else None
+    task_set = registered_task_set(domain, task_set_name)
+    splits = task_set.splits.load()() if task_set.splits is not None else None  # mock registers no split loader
     if splits is not None and domain.split not in splits:
         raise ConfigError(
-            f"τ²-bench domain {domain.domain!r} has no task split {domain.split!r} "
+            f"τ²-bench task set {task_set.name!r} has no task split {domain.split!r} "
             f"(splits: {', '.join(sorted(splits))}; name one as tau2/{domain.domain}:<split>)"
         )
     try:
-        tasks = module.get_tasks(task_split_name=domain.split)
+        tasks = task_set.tasks.load()(task_split_name=domain.split)
     except ValueError as exc:  # mock has no splits file entry for an unknown split
         raise ConfigError(f"τ²-bench domain {domain.domain!r}: {exc}") from None
     environment = environment_factory(domain.domain)()  # a fork: its tools and policy are τ²'s
@@ -85,6 +86,8 @@ def load_catalog(name: str) -> Tau2Catalog:
                 "tau2": version,
                 "domain": domain.domain,
                 "split": domain.split,
+                # Only another set than the domain's own is named, so a default run's hash is unchanged.
+                **({"task_set": task_set.name} if task_set.name != domain.domain else {}),
                 "tasks": task_dumps,
                 "policy": policy,
                 "agent_tools": agent_schemas,
@@ -96,6 +99,7 @@ def load_catalog(name: str) -> Tau2Catalog:
     ).hexdigest()
     return Tau2Catalog(
         domain=domain,
+        task_set=task_set.name,
         version=version,
         tasks={task.id: task for task in tasks},
         policy=policy,
@@ -106,6 +110,23 @@ def load_catalog(name: str) -> Tau2Catalog:
         root=Path(DATA_DIR) / "tau2" / "domains" / domain.domain,
         content_sha256=digest,
     )
+
+
+def registered_task_set(domain: Tau2Domain, name: str | None) -> TaskSet:
+    """The task set `tau2 run` loads for this domain: `--task-set-name`, else the domain's own name."""
+    task_sets = tau2_registry().task_sets
+    chosen = name or domain.domain
+    if chosen not in task_sets:
+        given = "--task-set-name" if name else f"domain {domain.domain!r}'s default task set"
+        raise ConfigError(f"τ²-bench registers no task set {chosen!r} ({given}; task sets: {', '.join(task_sets)})")
+    task_set = task_sets[chosen]
+    if not task_set.takes_split():
+        raise ConfigError(
+            f"τ²-bench's task set {chosen!r} cannot be loaded as `tau2 run` loads it (its loader takes no "
+            f"task split, so `tau2 run --task-set-name {chosen}` raises TypeError); pick its tasks with "
+            f"tau2/{domain.domain}:<split> instead"
+        )
+    return task_set
 
 
 def _without_timestamps(value: Any) -> Any:
@@ -133,9 +154,9 @@ def _bare_task(task_id: str) -> Task:
     return Task.model_validate({"id": task_id, "user_scenario": {"instructions": "(τ²-bench task; see the package)"}})
 
 
-def load_tau2_pack(name: str) -> DomainPack:
+def load_tau2_pack(name: str, task_set_name: str | None = None) -> DomainPack:
     """The runner's view of a τ²-bench domain (no functions of ours: τ²'s environment runs the tools)."""
-    catalog = load_catalog(name)
+    catalog = load_catalog(name, task_set_name)
     return DomainPack(
         name=catalog.domain.name,
         root=catalog.root,

@@ -20,10 +20,15 @@ The rules, as τ²'s orchestrator applies them:
   override a stop in that same step, as τ² does);
 - each role's request is its system prompt plus its history: the agent's as is, the user's with
   the roles flipped; a role with tools sends their schemas and tool_choice "auto";
-- an answer with neither text nor tool calls is asked again, up to `num_retries` times.
+- an answer with neither text nor tool calls is asked again, up to `num_retries` times;
+- with the communication protocol on (`--enforce-communication-protocol`), an agent or user message
+  that is empty or holds both text and tool calls ends the trial as agent_error / user_error, checked
+  after its step as τ² checks it (before the step is counted; a violating tool call is not answered).
 
 Not covered here (tau2bench/trial.py runs those on τ²'s own orchestrator): a task with a message
-history, solo mode and the repetition judge.
+history, another agent or user than τ²'s LLM agent and user simulator (solo mode, the ground-truth
+agent) and the repetition judge. `--max-errors`, `--max-retries`, `--task-set-name` and
+`--enforce-communication-protocol` are.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ class Conversation:
     ask: Ask
     max_steps: int
     max_errors: int
+    enforce_communication_protocol: bool = False
     trajectory: list[Any] = field(default_factory=list)
     agent_history: list[dict[str, Any]] = field(default_factory=list)
     user_history: list[dict[str, Any]] = field(default_factory=list)
@@ -104,8 +110,13 @@ class Conversation:
             if self.num_errors >= self.max_errors:
                 done = True
                 self.termination_reason = TerminationReason.TOO_MANY_ERRORS
-        if target == ENV:
+        if target == ENV and not self._ended_on_error():
             raise ValueError("Environment should not receive the last message. Last message: " + str(message))
+
+    def _ended_on_error(self) -> bool:
+        from tau2.data_model.simulation import TerminationReason
+
+        return self.termination_reason in (TerminationReason.AGENT_ERROR, TerminationReason.USER_ERROR)
 
     def _step(self, message: Any, source: str, target: str) -> tuple[Any, str, str, bool]:
         from tau2.data_model.simulation import TerminationReason
@@ -141,6 +152,9 @@ class Conversation:
             self.trajectory.extend(answers)
             message = MultiToolMessage(role="tool", tool_messages=answers) if len(answers) > 1 else answers[0]
             source, target = ENV, source
+        if self.enforce_communication_protocol and source != ENV and _breaks_protocol(message):
+            done = True
+            self.termination_reason = TerminationReason.AGENT_ERROR if source == AGENT else TerminationReason.USER_ERROR
         self.step_count += 1
         self.environment.sync_tools()
         return message, source, target, done
@@ -201,6 +215,11 @@ class Conversation:
         # The user's own turn, seen from its side, is the assistant's (τ²'s flip_roles).
         self.user_history.append(litellm_message(_as_assistant(reply)))
         return reply
+
+
+def _breaks_protocol(message: Any) -> bool:
+    """τ²'s communication protocol: a message has text or tool calls, never neither, never both."""
+    return bool(message.is_tool_call()) == bool(message.has_text_content())
 
 
 class _as_assistant:

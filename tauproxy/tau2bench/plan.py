@@ -13,7 +13,17 @@ from tauproxy.domain.pack import DomainPack
 from tauproxy.errors import ConfigError
 from tauproxy.tau2bench.domain import load_catalog, load_tau2_pack
 from tauproxy.tau2bench.peer import engine_name
-from tauproxy.tau2bench.settings import TAU2_ORCHESTRATOR, Tau2Orchestrator
+from tauproxy.tau2bench.settings import (
+    DUMMY_USER,
+    GT_AGENT,
+    LLM_AGENT,
+    OUR_ORCHESTRATOR,
+    SOLO_AGENT,
+    TAU2_ORCHESTRATOR,
+    Tau2AgentName,
+    Tau2Orchestrator,
+    Tau2Settings,
+)
 
 # τ²'s seeds are drawn from [0, TAU2_SEED_MAX] (tau2/run.py: random.randint(0, 1000000) per trial).
 TAU2_SEED_MAX = 1_000_000
@@ -64,16 +74,41 @@ def check_tau2_run(
             )
 
 
-def load_for_run(name: str, solo: bool) -> DomainPack:
-    """The runner's pack of a τ²-bench domain; in solo mode only the tasks τ²'s solo agent accepts, as
-    `tau2 run --agent llm_agent_solo` keeps."""
-    pack = load_tau2_pack(name)
-    if solo:
-        from tau2.agent.llm_agent import LLMSoloAgent
+def check_implementations(settings: Tau2Settings) -> None:
+    """`--agent` and `--user` combinations `tau2 run` cannot run, as one line each."""
+    if settings.user_implementation == DUMMY_USER and not settings.solo:
+        raise ConfigError(
+            f"--user {DUMMY_USER} plays with τ²'s solo agent only (--agent {SOLO_AGENT}, or --solo); "
+            f"`tau2 run --agent {settings.agent_implementation} --user {DUMMY_USER}` fails the same way"
+        )
 
-        catalog = load_catalog(name)
-        valid = {task_id for task_id, task in catalog.tasks.items() if LLMSoloAgent.check_valid_task(task)}
-        pack.tasks = [task for task in pack.tasks if task.id in valid]
+
+def load_for_run(
+    name: str,
+    agent: Tau2AgentName = LLM_AGENT,
+    task_set: str | None = None,
+    task_ids: list[str] | None = None,
+    num_tasks: int | None = None,
+) -> DomainPack:
+    """The runner's pack of a τ²-bench domain, its tasks from `--task-set-name` when given. For τ²'s
+    solo and ground-truth agents, the tasks `tau2 run --agent ...` runs: the ones chosen (`--task-ids`,
+    then the first `--num-tasks`) that the agent accepts, in that order, so `--num-tasks 5` may leave
+    fewer, as in τ². A task named by id that the agent does not accept is refused in one line."""
+    pack = load_tau2_pack(name, task_set)
+    if agent not in (SOLO_AGENT, GT_AGENT):
+        return pack
+    from tau2.agent.llm_agent import LLMGTAgent, LLMSoloAgent
+
+    accepts = LLMSoloAgent if agent == SOLO_AGENT else LLMGTAgent
+    catalog = load_catalog(name, task_set)
+    chosen = [task for task in pack.tasks if not task_ids or task.id in task_ids][:num_tasks]
+    refused = [task.id for task in chosen if task_ids and not accepts.check_valid_task(catalog.task(task.id))]
+    if refused:
+        raise ConfigError(
+            f"--agent {agent} does not run task(s) {', '.join(refused)}: τ²'s agent accepts only the tasks its "
+            "check_valid_task passes (`tau2 run` skips the others)"
+        )
+    pack.tasks = [task for task in chosen if accepts.check_valid_task(catalog.task(task.id))]
     return pack
 
 
@@ -81,12 +116,15 @@ def agent_prompt_sha256(name: str) -> str:
     return hashlib.sha256(load_catalog(name).agent_system_prompt.encode()).hexdigest()
 
 
-def run_orchestrator(chosen: Tau2Orchestrator, solo: bool) -> Tau2Orchestrator:
-    """What runs a run's trials: a solo run's always run on τ²'s own (τ²'s solo agent and dummy user,
-    tau2bench/trial.py), whatever `--tau2-orchestrator` says."""
-    return TAU2_ORCHESTRATOR if solo else chosen
+def run_orchestrator(settings: Tau2Settings) -> Tau2Orchestrator:
+    """What runs a run's trials: τ²'s own for what tauproxy's does not run (another agent or user, the
+    repetition judge: tau2bench/trial.py), whatever `--tau2-orchestrator` says. A task with a message
+    history runs on τ²'s too; the run info names the run's choice."""
+    return TAU2_ORCHESTRATOR if settings.needs_tau2_orchestrator() else OUR_ORCHESTRATOR
 
 
-def engine(orchestrator: str) -> str:
-    """Run info's engine: τ²'s version and the orchestrator that ran the trials."""
-    return f"{engine_name()}, {orchestrator} orchestrator"
+def engine(orchestrator: str, task_set: str | None = None) -> str:
+    """Run info's engine: τ²'s version, the orchestrator that ran the trials, and a task set that is not
+    the domain's own (`--task-set-name`)."""
+    named = f", task set {task_set}" if task_set else ""
+    return f"{engine_name()}, {orchestrator} orchestrator{named}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from tauproxy.engine.llm_config import LLMConfig
 
@@ -22,6 +22,17 @@ OUR_ORCHESTRATOR: Tau2Orchestrator = "tauproxy"
 TAU2_ORCHESTRATOR: Tau2Orchestrator = "tau2"
 # The judge model run info names when no judge runs (`tau2 run` without --judge-llm).
 NO_JUDGE = "none"
+# `tau2 run --agent` and `--user`: the implementations τ²'s registry offers (tau2bench/registry.py).
+Tau2AgentName = Literal["llm_agent", "llm_agent_gt", "llm_agent_solo"]
+Tau2UserName = Literal["user_simulator", "dummy_user"]
+LLM_AGENT: Tau2AgentName = "llm_agent"
+GT_AGENT: Tau2AgentName = "llm_agent_gt"  # sees the task's expected actions; only tasks that have some
+SOLO_AGENT: Tau2AgentName = "llm_agent_solo"
+USER_SIMULATOR: Tau2UserName = "user_simulator"
+DUMMY_USER: Tau2UserName = "dummy_user"  # never called; τ² allows it with the solo agent only
+# `tau2 run --max-retries`'s default: litellm's num_retries for every role, and τ²'s retries of an
+# empty answer. Never sent, so it never changes a request's key.
+TAU2_MAX_RETRIES = 3
 
 
 class Tau2Settings(BaseModel):
@@ -37,8 +48,36 @@ class Tau2Settings(BaseModel):
     judge_system_prompt: str | None = None  # τ²'s default: the judge's request has no system message
     max_steps: int
     max_errors: int
+    agent_implementation: Tau2AgentName = LLM_AGENT  # `tau2 run --agent`
+    user_implementation: Tau2UserName = USER_SIMULATOR  # `tau2 run --user`
+    # τ²'s solo agent: `agent_implementation` llm_agent_solo; `solo=True` alone is `--solo`, τ²'s solo
+    # agent with its dummy user.
     solo: bool = False
+    task_set_name: str | None = None  # `tau2 run --task-set-name`; None: the domain's own
+    enforce_communication_protocol: bool = False
+    max_retries: int = Field(default=TAU2_MAX_RETRIES, ge=0)
     orchestrator: Tau2Orchestrator = OUR_ORCHESTRATOR
+
+    @model_validator(mode="before")
+    @classmethod
+    def _solo_is_the_solo_agent(cls, values: Any) -> Any:
+        if not isinstance(values, dict):
+            return values
+        if values.get("solo"):
+            return {"agent_implementation": SOLO_AGENT, "user_implementation": DUMMY_USER, **values}
+        if values.get("agent_implementation") == SOLO_AGENT:
+            return {**values, "solo": True}
+        return values
+
+    def needs_tau2_orchestrator(self) -> bool:
+        """Whether every trial runs on τ²'s own orchestrator (tau2bench/trial.py): tauproxy's runs τ²'s
+        LLM agent and user simulator, without the repetition judge."""
+        return (
+            self.orchestrator == TAU2_ORCHESTRATOR
+            or self.agent_implementation != LLM_AGENT
+            or self.user_implementation != USER_SIMULATOR
+            or self.judge is not None
+        )
 
 
 class Tau2Options(BaseModel):
@@ -49,21 +88,43 @@ class Tau2Options(BaseModel):
     tau2_orchestrator: Tau2Orchestrator = OUR_ORCHESTRATOR
     judge_window_size: int = Field(default=TAU2_JUDGE_WINDOW_SIZE, ge=1)
     judge_system_prompt: str | None = None  # `tau2 run --judge-system-prompt`
+    # `tau2 run`'s own flags, under its names (`--agent`, `--user`, ...), so a τ² command line carries over.
+    agent: Tau2AgentName = LLM_AGENT
+    user: Tau2UserName = USER_SIMULATOR
+    task_set_name: str | None = None
+    enforce_communication_protocol: bool = False
+    max_retries: int = Field(default=TAU2_MAX_RETRIES, ge=0)
 
-    @field_validator("tau2_orchestrator", mode="before")
+    @field_validator("tau2_orchestrator", "agent", "user", mode="before")
     @classmethod
-    def _known_orchestrator(cls, value: Any) -> Any:
+    def _known_choice(cls, value: Any, info: ValidationInfo) -> Any:
         if not isinstance(value, str):
             return value
-        choices = get_args(Tau2Orchestrator)
-        name = value.strip().lower()
+        field = info.field_name or ""
+        choices = get_args(cls.model_fields[field].annotation)
+        name = value.strip().lower() if field == "tau2_orchestrator" else value.strip()
         if name not in choices:
-            raise ValueError(f"unknown --tau2-orchestrator {name!r} (choose from: {', '.join(choices)})")
+            flag = "--" + field.replace("_", "-")
+            raise ValueError(f"unknown {flag} {name!r} (choose from: {', '.join(choices)})")
         return name
+
+
+# The options that are `tau2 run`'s own flags, by field, with their `tauproxy run` flag.
+TAU2_RUN_FLAGS = {
+    "agent": "--agent",
+    "user": "--user",
+    "task_set_name": "--task-set-name",
+    "enforce_communication_protocol": "--enforce-communication-protocol",
+    "max_retries": "--max-retries",
+}
 
 
 def misplaced_options(options: Tau2Options, domain: str) -> str | None:
     """The one-line error for τ²'s own options set on a domain of tauproxy's engine; None if all default."""
+    defaults = Tau2Options()
+    for field, flag in TAU2_RUN_FLAGS.items():
+        if getattr(options, field) != getattr(defaults, field):
+            return f"{flag} is `tau2 run`'s option, for tau2/ domains; {domain!r} runs on tauproxy's engine"
     if options.judge_window_size != TAU2_JUDGE_WINDOW_SIZE or options.judge_system_prompt is not None:
         flag = "--judge-window-size" if options.judge_system_prompt is None else "--judge-system-prompt"
         return (

@@ -7,7 +7,8 @@ between them and with `tau2 run` through serve:
   (tau2bench/cow.py). It imports none of τ²'s modules that import litellm, so a strict replay
   stays offline and a trial costs milliseconds;
 - τ²'s own (`tau2.run.run_task`, as `tau2 run` calls it), with `--tau2-orchestrator tau2`, and for
-  what the first does not cover: solo mode, the repetition judge, a task with a message history.
+  what the first does not cover: another agent or user (`--agent llm_agent_gt | llm_agent_solo`,
+  `--user dummy_user`, solo mode), the repetition judge, a task with a message history.
   Its agent, user simulator, environment and evaluator (`EvaluationType.ALL`) run unchanged; only
   their model calls go through tauproxy (tau2bench/bridge.py). τ² swallows a failed judge call
   ("repetition checker failed"), but the bridge keeps the failure, so the trial still ends as an
@@ -45,7 +46,7 @@ from tauproxy.tau2bench.domain import Tau2Catalog, load_catalog
 from tauproxy.tau2bench.environments import environment_factory
 from tauproxy.tau2bench.grade import grade
 from tauproxy.tau2bench.loop import AGENT, Conversation, Side
-from tauproxy.tau2bench.settings import TAU2_ORCHESTRATOR, Tau2Settings
+from tauproxy.tau2bench.settings import Tau2Settings
 from tauproxy.tau2bench.source import tau2_prompts
 from tauproxy.tau2bench.wire import wire_params
 
@@ -53,7 +54,7 @@ from tauproxy.tau2bench.wire import wire_params
 def run_tau2_trial(
     settings: Tau2Settings, task_id: str, trial: int, seed: int, transport: Transport, pricing: Pricing
 ) -> SimulationRun:
-    catalog = load_catalog(settings.domain)
+    catalog = load_catalog(settings.domain, settings.task_set_name)
     task = catalog.task(task_id)
     client = ModelClient(transport, pricing, TrialScope(task_id=task_id, trial=trial))
     started = time.perf_counter()
@@ -65,9 +66,11 @@ def run_tau2_trial(
 
 
 def runs_on_tau2_orchestrator(settings: Tau2Settings, task: Any) -> bool:
-    """What tauproxy's orchestrator leaves to τ²'s: solo mode, the judge, a task's message history."""
+    """What tauproxy's orchestrator leaves to τ²'s: another agent or user than τ²'s LLM agent and user
+    simulator (solo mode, the ground-truth agent), the communication protocol, the judge, a task's
+    message history."""
     history = task.initial_state.message_history if task.initial_state is not None else None
-    return settings.orchestrator == TAU2_ORCHESTRATOR or settings.solo or settings.judge is not None or bool(history)
+    return settings.needs_tau2_orchestrator() or bool(history)
 
 
 Outcome = tuple[Any, str | None, BaseException | None]  # τ²'s SimulationRun, τ²'s error, the seam's failure
@@ -92,8 +95,8 @@ def _on_our_orchestrator(
             failure.append(exc)
             raise
 
-    agent_params, agent_retries = wire_params(settings.agent, "agent", seed)
-    user_params, user_retries = wire_params(settings.user, "user", seed)
+    agent_params, agent_retries = wire_params(settings.agent, "agent", seed, settings.max_retries)
+    user_params, user_retries = wire_params(settings.user, "user", seed, settings.max_retries)
     factory = environment_factory(catalog.domain.domain)
     conversation = Conversation(
         environment=factory(),
@@ -110,6 +113,7 @@ def _on_our_orchestrator(
         ask=ask,
         max_steps=settings.max_steps,
         max_errors=settings.max_errors,
+        enforce_communication_protocol=settings.enforce_communication_protocol,
     )
     start_time, start = get_now(), time.perf_counter()
     try:
@@ -146,14 +150,14 @@ def _on_tau2_orchestrator(
     from tau2.evaluator.evaluator import EvaluationType
     from tau2.run import run_task
 
-    bridge = TrialBridge(client)
+    bridge = TrialBridge(client, settings.max_retries)
     judge = settings.judge
     try:
         simulation = run_task(
             domain=catalog.domain.domain,
             task=task,
-            agent="llm_agent_solo" if settings.solo else "llm_agent",
-            user="dummy_user" if settings.solo else "user_simulator",
+            agent=settings.agent_implementation,
+            user=settings.user_implementation,
             llm_agent=tau2_model_name(settings.agent.model),
             llm_args_agent=bridge.llm_args("agent", settings.agent),
             llm_user=tau2_model_name(settings.user.model),
@@ -166,6 +170,7 @@ def _on_tau2_orchestrator(
             max_errors=settings.max_errors,
             evaluation_type=EvaluationType.ALL,
             seed=seed,
+            enforce_communication_protocol=settings.enforce_communication_protocol,
         )
     except Exception as exc:
         return None, redact_text(f"τ²-bench raised {type(exc).__name__}: {exc}"), bridge.failure

@@ -26,9 +26,9 @@ from tauproxy.tau2bench.bridge import OPENAI_PREFIX, tau2_llm_args, tau2_model_n
 LITELLM_ONLY_ARGS = frozenset({"num_retries"})  # read by litellm (and τ²'s generate), never sent
 
 
-def wire_params(config: LLMConfig, role: str, seed: int | None) -> tuple[dict[str, Any], int]:
-    """The sent llm args of a role, in order, and τ²'s retry count for an empty answer."""
-    args = tau2_llm_args(config, role)  # type: ignore[arg-type]
+def wire_params(config: LLMConfig, role: str, seed: int | None, max_retries: int) -> tuple[dict[str, Any], int]:
+    """The sent llm args of a role, in order, and τ²'s retry count for an empty answer (`--max-retries`)."""
+    args = tau2_llm_args(config, role, max_retries)  # type: ignore[arg-type]
     retries = int(args.get("num_retries", 0))
     params = {name: value for name, value in args.items() if name not in LITELLM_ONLY_ARGS}
     if seed is not None:

@@ -217,7 +217,8 @@ def test_tau2_run_and_tauproxy_run_share_cassettes(
         assert our_outcome(replayed) == theirs  # reward, termination, seed and conversation per (task, trial)
         info = json.loads((replayed / "results.json").read_text())["info"]
         first = next(iter(theirs))[0]
-        assert info["engine"] == "tau2 26.3, tauproxy orchestrator"
+        # The repetition judge runs on τ²'s own orchestrator, every trial of the run, and the run info says so.
+        assert info["engine"] == f"tau2 26.3, {'tau2' if judge else 'tauproxy'} orchestrator"
         assert info["trial_seeds"] == [theirs[(first, 0)][2], theirs[(first, 1)][2]]
 
         # 3. What tauproxy recorded replays strictly in tau2 run through serve, and in tauproxy run.

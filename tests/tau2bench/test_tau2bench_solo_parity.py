@@ -64,7 +64,7 @@ def solo_tasks() -> list[Any]:
 
     catalog = load_catalog(f"tau2/{DOMAIN}")
     tasks: dict[str, Any] = {}
-    for ours in load_for_run(f"tau2/{DOMAIN}", solo=True).tasks:
+    for ours in load_for_run(f"tau2/{DOMAIN}", "llm_agent_solo").tasks:
         task = catalog.tasks[ours.id]
         tasks.setdefault(str(task.ticket), task)
     return list(tasks.values())[: len(PLAYS)]
