@@ -33,7 +33,12 @@ def ordered_configs(option: list[Path], rest: list[Path]) -> list[Path]:
     return [*option, *rest]
 
 
-@with_run_options
+# bisect takes its agents from --configs, saves one run per config under --runs-dir, and judges each
+# config against the first: the run options for those are not its own.
+NOT_FOR_BISECT = frozenset({"agent_config", "save_to", "against", "until_decided", "confidence", "undecided", "full"})
+
+
+@with_run_options(leave_out=NOT_FOR_BISECT)
 def bisect_command(
     flags: RunFlags,
     configs: Annotated[
@@ -53,20 +58,11 @@ def bisect_command(
     """Binary-search agent configs for the first that scores more than --max-drop below the first."""
     from dataclasses import replace
 
-    from tauproxy.errors import ConfigError
     from tauproxy.runner.config import RunConfig
     from tauproxy.workflows.bisect import bisect_configs
     from tauproxy_cli.output import err_console, out_console, print_json, warn
     from tauproxy_cli.run_setup import build_run_config
 
-    if flags.agent_config is not None:
-        raise ConfigError("--agent-config: bisect takes its agent configs from --configs")
-    if flags.save_to is not None:
-        raise ConfigError("--save-to: bisect saves one run per config; use --runs-dir")
-    if flags.until_decided or flags.against is not None:
-        raise ConfigError(
-            "--until-decided and --against are for `tauproxy run`; bisect judges each config against the first"
-        )
     paths = ordered_configs(configs or [], more_configs or [])
 
     def make_config(path: Path, save_to: Path | None) -> RunConfig:

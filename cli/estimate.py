@@ -13,8 +13,11 @@ from tauproxy_cli.run_flags import RunFlags
 from tauproxy_cli.run_input import RUN_ARGUMENT
 from tauproxy_cli.run_options import with_run_options
 
+# What decides a comparison or shapes a run's printout: an estimate plans a fixed run and compares nothing.
+NOT_FOR_ESTIMATE = frozenset({"against", "until_decided", "max_drop", "confidence", "undecided", "full"})
 
-@with_run_options
+
+@with_run_options(leave_out=NOT_FOR_ESTIMATE)
 def estimate_command(
     flags: RunFlags,
     history: Annotated[
@@ -34,11 +37,6 @@ def estimate_command(
     from tauproxy_cli.report_view import money
     from tauproxy_cli.run_setup import build_run_config
 
-    if flags.until_decided or flags.against is not None:
-        from tauproxy.errors import ConfigError
-
-        # An adaptive run picks its trials as it learns; what it spends is bounded by --max-cost instead.
-        raise ConfigError("--until-decided and --against are for `tauproxy run`; estimate plans a fixed run")
     config = build_run_config(flags)
     result = estimate(config, [*(history or []), *(more_history or [])], flags.cassette)
     if json_output:

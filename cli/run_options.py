@@ -26,9 +26,24 @@ def typer_option(option: RunOption) -> Any:
     return Annotated[option.annotation, typer.Option(*names, **kwargs)]
 
 
-def with_run_options(command: Callable[..., None]) -> Callable[..., None]:
-    """Give `command(flags: RunFlags, **own)` every run option as well as its own options."""
-    options = run_options()
+def with_run_options(command: Callable[..., None] | None = None, *, leave_out: frozenset[str] = frozenset()) -> Any:
+    """Give `command(flags: RunFlags, **own)` every run option but those in `leave_out` (which keep their
+    defaults in RunFlags and are not in the command's `--help`), as well as its own options.
+
+    Used bare (`@with_run_options`) or with the options a command does not take
+    (`@with_run_options(leave_out=...)`): `estimate` plans a fixed run and decides nothing, so it
+    takes no `--against`, and its help lists only what changes the plan.
+    """
+    if command is None:
+        return functools.partial(_with_run_options, leave_out=leave_out)
+    return _with_run_options(command, leave_out)
+
+
+def _with_run_options(command: Callable[..., None], leave_out: frozenset[str]) -> Callable[..., None]:
+    unknown = leave_out - {o.name for o in run_options()}
+    if unknown:
+        raise ValueError(f"not run options: {sorted(unknown)}")
+    options = [o for o in run_options() if o.name not in leave_out]
     own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "flags"]
     shared = [
         inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default, annotation=typer_option(o))
