@@ -31,7 +31,7 @@ from tauproxy.runner.defaults import (
     MAX_CONCURRENCY_LIMIT,
     NUM_TRIALS_LIMIT,
 )
-from tauproxy.tau2bench.settings import (
+from tauproxy.tau2bench.names import (
     LLM_AGENT,
     OUR_ORCHESTRATOR,
     TAU2_JUDGE_WINDOW_SIZE,
