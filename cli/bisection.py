@@ -16,7 +16,7 @@ import typer
 
 from tauproxy_cli.flag import flag
 from tauproxy_cli.run_flags import RunFlags
-from tauproxy_cli.run_options import with_run_options
+from tauproxy_cli.run_options import with_run_options_except
 
 if TYPE_CHECKING:
     from tauproxy.workflows.bisect import BisectStep
@@ -38,7 +38,7 @@ def ordered_configs(option: list[Path], rest: list[Path]) -> list[Path]:
 NOT_FOR_BISECT = frozenset({"agent_config", "save_to", "against", "until_decided", "confidence", "undecided", "full"})
 
 
-@with_run_options(leave_out=NOT_FOR_BISECT)
+@with_run_options_except(NOT_FOR_BISECT)
 def bisect_command(
     flags: RunFlags,
     configs: Annotated[

@@ -11,13 +11,13 @@ import typer
 from tauproxy_cli.flag import flag
 from tauproxy_cli.run_flags import RunFlags
 from tauproxy_cli.run_input import RUN_ARGUMENT
-from tauproxy_cli.run_options import with_run_options
+from tauproxy_cli.run_options import with_run_options_except
 
 # What decides a comparison or shapes a run's printout: an estimate plans a fixed run and compares nothing.
 NOT_FOR_ESTIMATE = frozenset({"against", "until_decided", "max_drop", "confidence", "undecided", "full"})
 
 
-@with_run_options(leave_out=NOT_FOR_ESTIMATE)
+@with_run_options_except(NOT_FOR_ESTIMATE)
 def estimate_command(
     flags: RunFlags,
     history: Annotated[

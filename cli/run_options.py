@@ -26,17 +26,23 @@ def typer_option(option: RunOption) -> Any:
     return Annotated[option.annotation, typer.Option(*names, **kwargs)]
 
 
-def with_run_options(command: Callable[..., None] | None = None, *, leave_out: frozenset[str] = frozenset()) -> Any:
-    """Give `command(flags: RunFlags, **own)` every run option but those in `leave_out` (which keep their
-    defaults in RunFlags and are not in the command's `--help`), as well as its own options.
+Command = Callable[..., None]
 
-    Used bare (`@with_run_options`) or with the options a command does not take
-    (`@with_run_options(leave_out=...)`): `estimate` plans a fixed run and decides nothing, so it
-    takes no `--against`, and its help lists only what changes the plan.
-    """
-    if command is None:
-        return functools.partial(_with_run_options, leave_out=leave_out)
-    return _with_run_options(command, leave_out)
+
+def with_run_options(command: Command) -> Command:
+    """Give `command(flags: RunFlags, **own)` every run option as well as its own options."""
+    return _with_run_options(command, frozenset())
+
+
+def with_run_options_except(leave_out: frozenset[str]) -> Callable[[Command], Command]:
+    """`with_run_options` without the options in `leave_out`: they keep their defaults in RunFlags, are not
+    in the command's `--help`, and are refused as unknown. `estimate` plans a fixed run and decides
+    nothing, so it takes no `--against`, and its help lists only what changes the plan."""
+
+    def decorate(command: Command) -> Command:
+        return _with_run_options(command, leave_out)
+
+    return decorate
 
 
 def _with_run_options(command: Callable[..., None], leave_out: frozenset[str]) -> Callable[..., None]:

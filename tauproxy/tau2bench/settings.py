@@ -12,20 +12,46 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from tauproxy.engine.llm_config import LLMConfig
-from tauproxy.tau2bench.names import (  # noqa: F401  (re-exported: the settings' names)
-    DUMMY_USER,
-    GT_AGENT,
-    LLM_AGENT,
-    NO_JUDGE,
-    OUR_ORCHESTRATOR,
-    SOLO_AGENT,
-    TAU2_JUDGE_WINDOW_SIZE,
-    TAU2_MAX_RETRIES,
-    TAU2_ORCHESTRATOR,
-    USER_SIMULATOR,
-    Tau2AgentName,
-    Tau2Orchestrator,
-    Tau2UserName,
+
+# Re-exported: the names every module of this package reads from here.
+from tauproxy.tau2bench.names import (
+    DUMMY_USER as DUMMY_USER,
+)
+from tauproxy.tau2bench.names import (
+    GT_AGENT as GT_AGENT,
+)
+from tauproxy.tau2bench.names import (
+    LLM_AGENT as LLM_AGENT,
+)
+from tauproxy.tau2bench.names import (
+    NO_JUDGE as NO_JUDGE,
+)
+from tauproxy.tau2bench.names import (
+    OUR_ORCHESTRATOR as OUR_ORCHESTRATOR,
+)
+from tauproxy.tau2bench.names import (
+    SOLO_AGENT as SOLO_AGENT,
+)
+from tauproxy.tau2bench.names import (
+    TAU2_JUDGE_WINDOW_SIZE as TAU2_JUDGE_WINDOW_SIZE,
+)
+from tauproxy.tau2bench.names import (
+    TAU2_MAX_RETRIES as TAU2_MAX_RETRIES,
+)
+from tauproxy.tau2bench.names import (
+    TAU2_ORCHESTRATOR as TAU2_ORCHESTRATOR,
+)
+from tauproxy.tau2bench.names import (
+    USER_SIMULATOR as USER_SIMULATOR,
+)
+from tauproxy.tau2bench.names import (
+    Tau2AgentName as Tau2AgentName,
+)
+from tauproxy.tau2bench.names import (
+    Tau2Orchestrator as Tau2Orchestrator,
+)
+from tauproxy.tau2bench.names import (
+    Tau2UserName as Tau2UserName,
 )
 
 
