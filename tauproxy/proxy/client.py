@@ -46,10 +46,11 @@ class ModelClient:
         upstream_model: str | None = None,
         keys: ConversationKeys | None = None,
     ) -> Completion:
-        """A request body another harness built (τ²-bench's own agent and user, tauproxy/tau2bench),
-        identified as `tauproxy serve` identifies a request without a scope header (`identify_unscoped`):
-        one sample per request, no occurrence counting, so the two share one cassette."""
-        identity, _ = identify_unscoped(wire, keys)
+        """A request body another harness built (τ²-bench's own agent, user and judge, tauproxy/tau2bench),
+        identified as `tauproxy serve` identifies a request without a scope header (`identify_unscoped`),
+        so the two share one cassette: a seeded request is one sample per request; an unseeded one
+        (τ²'s judge) is a fresh draw each time, counted in this trial, which is its session here."""
+        identity, _ = identify_unscoped(wire, keys, self._occurrences)
         call = ModelCall(
             wire,
             identity,

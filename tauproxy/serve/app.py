@@ -4,6 +4,7 @@
     GET  /v1/models             the upstream map's names plus every model in the cassette
     GET  /healthz               liveness; never needs the token
     GET  /stats                 hits, misses, live calls, errors, live and saved cost, per model
+    POST /v1/tauproxy/session   begin a new session: unseeded requests count from 0 again (identity.py)
 
 With an auth token every route but /healthz needs `Authorization: Bearer <token>` (401 without).
 No client header is ever forwarded upstream, logged or stored: the upstream key comes from the
@@ -35,7 +36,7 @@ from starlette.routing import Route
 from tauproxy.serve.body import check_content_type, parse_chat_request, read_capped, wants_usage_chunk
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.errors import HttpError
-from tauproxy.serve.identity import ROLE_HEADER, SCOPE_HEADER, parse_role, parse_scope
+from tauproxy.serve.identity import ROLE_HEADER, SCOPE_HEADER, SESSION_PATH, parse_role, parse_scope
 from tauproxy.serve.sse import sse_body
 
 
@@ -100,6 +101,7 @@ class ServeApp:
             Route("/v1/models", _answering_errors(self.models), methods=["GET"]),
             Route("/healthz", _answering_errors(self.healthz), methods=["GET"]),
             Route("/stats", _answering_errors(self.stats), methods=["GET"]),
+            Route(SESSION_PATH, _answering_errors(self.new_session), methods=["POST"]),
         ]
         # Unknown paths and wrong methods are raised by Starlette's router; answer them in JSON too.
         handlers: dict[Any, Callable[..., Any]] = {HTTPException: self._on_starlette_error}
@@ -192,7 +194,12 @@ class ServeApp:
 
     async def stats(self, request: Request) -> Response:
         self._authorize(request)
-        return json_response(200, {**self._describe, **self.service.stats.snapshot()})
+        snapshot = self.service.stats.snapshot()
+        return json_response(200, {**self._describe, **snapshot, "session": self.service.sessions.number})
+
+    async def new_session(self, request: Request) -> Response:
+        self._authorize(request)
+        return json_response(200, {"session": self.service.sessions.begin()})
 
     async def _on_starlette_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

@@ -1,32 +1,66 @@
 """Which sample a request to `tauproxy serve` is.
 
 The key and the sample key are the in-process ones (`key.identify`), so one cassette serves both.
-What the server cannot see is the harness's trial, so it is told or not:
+What the server cannot see is the harness's trial, so it is told, or it reads the request:
 
 - With `X-Tauproxy-Scope: <task_id>/<trial>` (the last "/" splits, so task ids may contain slashes),
   occurrences count per request key within that scope, exactly as in-process: k identical calls in
-  one trial are k samples. A failed attempt (upstream error, replay miss, an answer that could not be
-  recorded) gives its occurrence number back, so a client's retry is the same sample as its try.
-- Without it, a sample is the request itself: its key (model, messages, tools, every sampling
-  parameter) and its seed, in the fixed scope ("serve", 0) (`key.SERVE_SCOPE`, which τ²-bench's own
-  calls through tauproxy/tau2bench share), always occurrence 0. Identical requests
-  are one sample, however many conversations send them and in whatever order they arrive.
+  one trial are k samples.
+- Without it, a request WITH a seed is one sample per (key, seed): the seed is the harness's sample
+  signal (OpenAI's seed semantics: the same seed asks for the same draw), so identical seeded
+  requests share one answer however many conversations send them, in whatever order. τ²-bench
+  always sends one (a seed per trial, the same for every task of the trial).
+- Without the header, a request WITHOUT a seed is a fresh draw each time it is sent, as from the
+  real API: the n-th identical unseeded request of a session is occurrence n (from 0). Inspect's
+  epochs, which send the byte-identical request k times with no seed and no header, get k samples,
+  and the same k answers again on replay.
+  Both kinds sit in the fixed scope ("serve", 0) (`key.SERVE_SCOPE`, which τ²-bench's own calls
+  through tauproxy/tau2bench share). In every case a failed attempt (upstream error, replay miss, an
+  answer that could not be recorded) gives its occurrence number back, so a client's retry is the
+  same sample as its try.
 
-Why no counter without the header. A counter in arrival order breaks two ways: a second run against
-the same process asks for occurrence 1 of everything (replay misses, auto pays again), and
-conversations that start with identical requests (τ²-bench gives every task of a trial the same
-seed, and most telecom tasks share a user scenario with another) race for the numbers, so a noisy
-model's recorded answers swap between tasks on replay and the conversations then miss. With one
-sample per request, a conversation's answers depend only on its own messages: conversations that
-are identical so far get identical answers, as from a deterministic model, and part ways exactly
-when their requests do (a tool result of their own task), from where every request is their own.
-The cassette layer sends concurrent identical misses upstream once (single flight), so recording
-at any concurrency gives the same cassette shape, and replay at any concurrency gives the same
-conversations.
+A session is one pass of a harness; the occurrence counters of unseeded requests start again at 0
+with each, so a second run against the same server asks for the samples the first one drew and
+replays with 0 misses (auto and record mode share this server's own answers; replay reads them). The
+session is never part of a key: sessions only say where counting starts again. A new one begins:
+- when the server starts;
+- when a client asks (`POST /v1/tauproxy/session`, e.g. between two runs in one process);
+- when a seeded request repeats one this session answered while nothing else is in flight: a seeded
+  harness asking again for a draw it was given is starting over. This is how a τ²-bench run reused
+  against one server counts its unseeded calls (the repetition judge's) from 0 again;
+- when a request arrives after `--session-idle` seconds (DEFAULT_SESSION_IDLE_S) with nothing in
+  flight: how two runs of an unseeded harness, one after the other, are told apart (0: off).
 
-The trade-off: without the header, a harness that sends the byte-identical request twice on purpose
-to draw two samples gets the same answer twice. Trials stay distinct samples as long as their
-requests differ, which τ²-bench's per-trial seed ensures; send the scope header otherwise.
+Why seeded requests are not counted. A counter in arrival order breaks when conversations start
+with identical requests whose continuations depend on something the request does not show:
+τ²-bench gives every task of a trial the same seed, and most telecom tasks share a user scenario
+with another, so with counting the tasks would race for the numbers, a noisy model's recorded
+answers would swap between tasks on replay, and the conversations would then miss at their own
+tool results. With one sample per seeded request, a conversation's answers depend only on its own
+messages: conversations that are identical so far get identical answers, and part ways exactly
+when their requests do. The cassette layer sends concurrent identical misses upstream once (single
+flight), so recording at any concurrency gives the same cassette shape, and replay at any
+concurrency gives the same conversations. Identical requests of the SAME task (Inspect's epochs)
+are interchangeable, so counting them is safe in any order: whichever epoch arrives first gets the
+first recorded answer, and every later request of its conversation contains that answer, so it is
+a distinct key that needs no counting.
+
+The trade-offs:
+- Unseeded identical requests from DIFFERENT tasks are counted too; if their conversations later
+  part ways at a task's own tool result, a replay in another arrival order can hand one task the
+  other's answer and then miss. A harness whose tasks open with identical requests sends a seed
+  (or the scope header). τ²-bench's repetition judge sends no seed: two trials whose judge windows
+  are identical draw two verdicts (as from the real API) and may swap them on replay.
+- A seeded harness that sends the identical request twice on purpose to draw two samples gets the
+  same answer twice (the seed asks for that); vary the seed or send the scope header.
+- The automatic session rules are guesses. A run that pauses longer than --session-idle with nothing
+  in flight, or whose seeded tasks share an opening request and run one at a time, starts counting
+  again mid-run: later identical unseeded requests then share earlier draws (as all of them did
+  before counting), and a replay that splits elsewhere can miss on one of them. Two runs of an
+  unseeded harness closer together than --session-idle count as one (the second asks for new draws:
+  replay misses, auto pays). Ask for a session explicitly when the timing is not clear, or restart.
+- A client that gives up on a call (its timeout) and sends it again gets a second draw; the first,
+  recorded but never seen by the client, is what a replay answers with first.
 
 `X-Tauproxy-Role: agent|user|judge` optionally names the caller's role; without it the role is
 recognised from the system prompt (serve/roles.py). It is stored with recorded calls, steers the
@@ -35,15 +69,105 @@ nearest-call search of a miss report, and is never part of any key.
 
 from __future__ import annotations
 
-from typing import get_args
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, get_args
 
 from tauproxy.data_model.call import CallRole
-from tauproxy.data_model.key import TrialScope
+from tauproxy.data_model.key import Occurrences, SampleIdentity, TrialScope, identify_unscoped
 from tauproxy.serve.errors import HttpError
 
 SCOPE_HEADER = "x-tauproxy-scope"
 ROLE_HEADER = "x-tauproxy-role"
+SESSION_PATH = "/v1/tauproxy/session"  # POST: begin a new session
 _ROLES: tuple[str, ...] = get_args(CallRole)
+# Long enough that a run's own pauses (tools, scoring, a sample starting) never reach it with
+# nothing in flight; a harness started again after a run is usually further apart than this.
+DEFAULT_SESSION_IDLE_S = 5.0
+
+
+class Sessions:
+    """The occurrence counters of unseeded requests without a scope header, one set per session.
+
+    Every request the server answers is bracketed by `request()`, whose `InSession` identifies it.
+    Thread-safe; `clock` is injectable so tests can pass time without waiting.
+    """
+
+    def __init__(self, idle_s: float | None = DEFAULT_SESSION_IDLE_S, clock: Callable[[], float] = time.monotonic):
+        self.idle_s = idle_s if idle_s else None  # 0 or None: no idle rule
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._draws = Occurrences()
+        self._seeded: set[str] = set()  # sample keys of the seeded requests this session answered
+        self._number = 1
+        self._in_flight = 0
+        self._idle_since: float | None = None  # when the last request in flight ended
+
+    @property
+    def number(self) -> int:
+        """1 for the session the server started with, then one more for each new one."""
+        with self._lock:
+            return self._number
+
+    def begin(self) -> int:
+        """Start a new session now (a client asked): unseeded requests count from 0 again."""
+        with self._lock:
+            return self._begin()
+
+    def _begin(self) -> int:
+        self._draws = Occurrences()
+        self._seeded = set()
+        self._number += 1
+        return self._number
+
+    @contextmanager
+    def request(self) -> Iterator[InSession]:
+        """One request's place in its session, which begins first if the server sat idle long enough."""
+        with self._lock:
+            idle_since = self._idle_since
+            idle = self._in_flight == 0 and idle_since is not None and self.idle_s is not None
+            if idle and self._clock() - idle_since >= self.idle_s:  # type: ignore[operator]  # both set when idle
+                self._begin()
+            self._in_flight += 1
+            draws = self._draws
+        try:
+            yield InSession(self, draws)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                if self._in_flight == 0:
+                    self._idle_since = self._clock()
+
+    def _seeded_request(self, sample_key: str) -> None:
+        """A seeded harness asking again, with nothing else in flight, for a sample this session
+        answered is starting over: its unseeded calls (τ²'s judge) count from 0 again."""
+        with self._lock:
+            if sample_key in self._seeded and self._in_flight == 1:
+                self._begin()
+            self._seeded.add(sample_key)
+
+
+@dataclass(frozen=True)
+class InSession:
+    """One request without a scope header, in the session it arrived in."""
+
+    sessions: Sessions
+    draws: Occurrences  # its session's counters, kept so a failed attempt gives its number back there
+
+    def identify(self, wire: dict[str, Any]) -> tuple[SampleIdentity, int]:
+        """The request's sample identity (`key.identify_unscoped`) and call index, counted in this session."""
+        identity, call_index = identify_unscoped(wire, draws=self.draws)
+        if identity.seed is not None:
+            self.sessions._seeded_request(identity.sample_key)
+        return identity, call_index
+
+    def give_back(self, identity: SampleIdentity) -> None:
+        """The attempt failed and recorded nothing: a counted occurrence is free again for the retry."""
+        if identity.seed is None:
+            self.draws.give_back(identity)
 
 
 def parse_scope(value: str | None) -> TrialScope | None:
