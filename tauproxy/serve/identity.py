@@ -28,6 +28,10 @@ session is never part of a key: sessions only say where counting starts again. A
 - when a seeded request repeats one this session answered while nothing else is in flight: a seeded
   harness asking again for a draw it was given is starting over. This is how a τ²-bench run reused
   against one server counts its unseeded calls (the repetition judge's) from 0 again;
+- in replay mode, when an unseeded request arrives with nothing else in flight and asks for a draw
+  past the ones the cassette holds: the harness is starting over (how an unseeded harness run again
+  against one replay server replays with 0 misses). A harness that asks for more draws than were
+  recorded therefore gets the first ones again, not a miss; serve says so on stderr;
 - when a request arrives after `--session-idle` seconds (DEFAULT_SESSION_IDLE_S) with nothing in
   flight: how two runs of an unseeded harness, one after the other, are told apart (0: off).
 
@@ -58,7 +62,7 @@ The trade-offs:
   again mid-run: later identical unseeded requests then share earlier draws (as all of them did
   before counting), and a replay that splits elsewhere can miss on one of them. Two runs of an
   unseeded harness closer together than --session-idle count as one (the second asks for new draws:
-  replay misses, auto pays). Ask for a session explicitly when the timing is not clear, or restart.
+  auto pays for new draws; replay starts over as above). Ask for a session explicitly, or restart.
 - A client that gives up on a call (its timeout) and sends it again gets a second draw; the first,
   recorded but never seen by the client, is what a replay answers with first.
 
@@ -69,6 +73,7 @@ nearest-call search of a miss report, and is never part of any key.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -84,9 +89,10 @@ SCOPE_HEADER = "x-tauproxy-scope"
 ROLE_HEADER = "x-tauproxy-role"
 SESSION_PATH = "/v1/tauproxy/session"  # POST: begin a new session
 _ROLES: tuple[str, ...] = get_args(CallRole)
-# Long enough that a run's own pauses (tools, scoring, a sample starting) never reach it with
-# nothing in flight; a harness started again after a run is usually further apart than this.
-DEFAULT_SESSION_IDLE_S = 5.0
+# Long enough that a run's own pauses (tools, scoring, a sample starting, a loaded machine) never
+# reach it with nothing in flight: a 5 s gap was seen mid-run on a loaded 2-core box. A split
+# mid-run would silently merge later draws into earlier ones; a missed split only costs new draws.
+DEFAULT_SESSION_IDLE_S = 30.0
 
 
 class Sessions:
@@ -117,6 +123,10 @@ class Sessions:
         with self._lock:
             return self._begin()
 
+    def _current(self) -> Occurrences:
+        with self._lock:
+            return self._draws
+
     def _begin(self) -> int:
         self._draws = Occurrences()
         self._seeded = set()
@@ -132,9 +142,9 @@ class Sessions:
             if idle and self._clock() - idle_since >= self.idle_s:  # type: ignore[operator]  # both set when idle
                 self._begin()
             self._in_flight += 1
-            draws = self._draws
+            draws, alone = self._draws, self._in_flight == 1
         try:
-            yield InSession(self, draws)
+            yield InSession(self, draws, arrived_idle=alone)
         finally:
             with self._lock:
                 self._in_flight -= 1
@@ -156,6 +166,7 @@ class InSession:
 
     sessions: Sessions
     draws: Occurrences  # its session's counters, kept so a failed attempt gives its number back there
+    arrived_idle: bool  # nothing else was in flight when it arrived
 
     def identify(self, wire: dict[str, Any]) -> tuple[SampleIdentity, int]:
         """The request's sample identity (`key.identify_unscoped`) and call index, counted in this session."""
@@ -163,6 +174,22 @@ class InSession:
         if identity.seed is not None:
             self.sessions._seeded_request(identity.sample_key)
         return identity, call_index
+
+    def starting_over(self, identity: SampleIdentity) -> InSession | None:
+        """In replay mode, an unseeded request that missed: if it arrived with nothing in flight and
+        asked for a draw past the ones recorded, the harness is starting over; the new session it
+        begins, or None. (A harness that asks for more draws than were recorded gets the first ones
+        again instead of a miss, one line on stderr saying so.)"""
+        if identity.seed is not None or identity.occurrence == 0 or not self.arrived_idle:
+            return None
+        number = self.sessions.begin()
+        print(
+            f"tauproxy serve: session {number} begins: a request asked for draw {identity.occurrence + 1} "
+            "with nothing in flight and the cassette holds fewer; its draws count from the first again",
+            file=sys.stderr,
+            flush=True,
+        )
+        return InSession(self.sessions, self.sessions._current(), arrived_idle=True)
 
     def give_back(self, identity: SampleIdentity) -> None:
         """The attempt failed and recorded nothing: a counted occurrence is free again for the retry."""

@@ -237,17 +237,32 @@ def test_a_second_unseeded_run_after_an_idle_gap_replays_with_no_miss(tmp_path: 
     assert replayer.stats.snapshot()["misses"] == 0 and replayer.sessions.number == 2  # the second run began one
 
 
-def test_without_a_session_boundary_a_second_run_asks_for_new_draws(tmp_path: Path) -> None:
-    """The trade-off: runs closer together than --session-idle count on (replay misses)."""
+def test_a_second_run_against_the_same_replay_server_starts_over_at_once(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """No idle gap, no explicit session: an unseeded request asking, with nothing in flight, for a
+    draw past the recorded ones begins a session in replay mode."""
     clock = FakeClock()
-    recorded = run_epochs(sessions_service(tmp_path / "c", RecordMode.AUTO, MockTransport(Noisy()), clock), 1)
+    recorded = run_epochs(sessions_service(tmp_path / "c", RecordMode.AUTO, MockTransport(Noisy()), clock), EPOCHS)
     replayer = sessions_service(tmp_path / "c", RecordMode.REPLAY, None, clock)
-    assert run_epochs(replayer, 1) == recorded
-    with pytest.raises(HttpError) as miss:
-        anyio.run(epoch, replayer, "a fourth epoch")
-    assert miss.value.status == 404
-    replayer.sessions.begin()  # what POST /v1/tauproxy/session does
-    assert run_epochs(replayer, 1) == recorded
+    for concurrency in (EPOCHS, 1, 2):
+        assert run_epochs(replayer, concurrency) == recorded
+    assert replayer.stats.snapshot()["misses"] == 0 and replayer.sessions.number == 3
+    # The trade-off: a fourth epoch, alone, gets the first draws again rather than a miss, said on stderr.
+    assert anyio.run(epoch, replayer, "a fourth epoch") in recorded
+    assert "session 4 begins" in capfd.readouterr().err
+
+
+def test_without_a_session_boundary_a_second_auto_run_draws_again(tmp_path: Path) -> None:
+    """The trade-off in auto mode: runs closer together than --session-idle count on, and pay."""
+    clock = FakeClock()
+    live = MockTransport(Noisy())
+    served = sessions_service(tmp_path / "c", RecordMode.AUTO, live, clock)
+    first = run_epochs(served, EPOCHS)
+    again = run_epochs(served, EPOCHS)
+    assert not set(map(tuple, again)) & set(map(tuple, first)) and len(live.calls) == 4 * EPOCHS
+    served.sessions.begin()  # what POST /v1/tauproxy/session does
+    assert run_epochs(served, 1) == first and len(live.calls) == 4 * EPOCHS
 
 
 def test_a_seeded_harness_starting_over_counts_its_unseeded_calls_from_zero(tmp_path: Path) -> None:
