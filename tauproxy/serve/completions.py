@@ -1,10 +1,11 @@
-"""One chat-completion request answered through the cassette layer; HTTP-free, so tests and benches
-can drive it directly.
+"""One model request, of any wire API, answered through the cassette layer; HTTP-free, so tests and
+benches can drive it directly.
 
 The record/replay decision is not made here: it is `proxy.recorder.CassetteTransport`'s, the same
-code `tauproxy run` uses, over the same live transport (`proxy.live.LiteLLMTransport`). This module
-only turns a request body into a `ModelCall` (identity via `key.identify`, where to go via the
-upstream map), and the layer's outcomes into HTTP:
+code `tauproxy run` uses, over the same live transport (litellm for chat completions, the provider's
+own endpoint for the other wire APIs: wire_apis/registry.py). This module only turns a checked
+request (wire_apis.base.ApiRequest) into a `ModelCall` (identity via `key.identify` over its keyed
+form, where to go via the upstream map), and the layer's outcomes into HTTP:
 
     replay  a hit is answered from the cassette; a miss is an HttpError 404 carrying the miss
             report and never reaches the upstream
@@ -26,9 +27,16 @@ import sys
 import time
 from typing import Any
 
-from tauproxy.data_model.call import CallRole, CallSource, ModelCall
+from tauproxy.data_model.call import CallRole, CallSource, ModelCall, NativeRequest
 from tauproxy.data_model.completion import Completion
-from tauproxy.data_model.key import Occurrences, TrialScope, identify, identify_unscoped, without_connection_settings
+from tauproxy.data_model.key import (
+    Occurrences,
+    TrialScope,
+    identify,
+    identify_unscoped,
+    wire_api_of,
+    without_connection_settings,
+)
 from tauproxy.errors import CassetteError, ModelCallError, ReplayMissError
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.priced import PricedTransport, cost_of
@@ -36,6 +44,7 @@ from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.recorder import CassetteTransport
 from tauproxy.proxy.transport import Transport
 from tauproxy.results.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
+from tauproxy.serve.answered import AnsweredBodies
 from tauproxy.serve.config import UpstreamMap
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.identity import InSession, Sessions
@@ -44,10 +53,13 @@ from tauproxy.serve.runlog import RunLog, RunLogLine
 from tauproxy.serve.stats import ServeStats
 from tauproxy.serve.threads import OffLoop
 from tauproxy.store.cassette import Cassette
+from tauproxy.wire_apis.base import ApiRequest
+from tauproxy.wire_apis.chat import ChatApi
 
 # Threads at once for live calls and cassette writes; replays never leave the event loop.
 MAX_WORKERS = 64
 REPLAY_MISS_CODE = "tauproxy_replay_miss"
+CHAT = ChatApi()
 
 
 class CompletionService:
@@ -75,12 +87,19 @@ class CompletionService:
         self.stats = ServeStats()
         self.occurrences = Occurrences()  # per scope header, for the server's lifetime
         self.sessions = sessions or Sessions()  # unseeded requests without one (serve/identity.py)
+        self._answered = AnsweredBodies()
         self._off_loop = OffLoop(MAX_WORKERS)
 
     def identify(
-        self, body: dict[str, Any], scope: TrialScope | None, role: CallRole, session: InSession | None = None
+        self,
+        body: dict[str, Any],
+        scope: TrialScope | None,
+        role: CallRole,
+        native: NativeRequest | None = None,
+        session: InSession | None = None,
     ) -> ModelCall:
-        """Key the request; with a scope, claim its occurrence in that scope now, in arrival order.
+        """Key the request (a chat body, or another wire API's keyed form with its `native` request);
+        with a scope, claim its occurrence in that scope now, in arrival order.
 
         Without one (serve/identity.py), identical seeded requests are one sample, whatever their
         order; an unseeded one claims its next occurrence in its session (none given: occurrence 0).
@@ -98,20 +117,27 @@ class CompletionService:
             call_index,
             connection=route.connection(),
             upstream_model=route.litellm_model(str(wire["model"])),
+            native=native,
         )
 
     async def complete(self, body: dict[str, Any], scope: TrialScope | None, role: CallRole | None) -> dict[str, Any]:
-        """The chat.completion body for `body`, or an HttpError to send instead."""
+        """The chat.completion body for a chat-completions `body`, or an HttpError to send instead."""
+        return (await self.answer(CHAT.request(body), scope, role)).body
+
+    async def answer(self, request: ApiRequest, scope: TrialScope | None, role: CallRole | None) -> Completion:
+        """The answer to `request` (its `raw_body` set for APIs answered in their own shape), or an
+        HttpError to send instead."""
         started = time.perf_counter()
         with self.sessions.request() as session:
-            call = self.identify(body, scope, role or recognise_role(body.get("messages") or []), session)
+            role = role or recognise_role(request.conversation)
+            call = self.identify(request.keyed, scope, role, request.native, session)
             self.stats.request(call.model)
             try:
                 completion = self.cache.replay(call) if self.cache is not None else None
                 if completion is None and scope is None and self.mode == RecordMode.REPLAY:
                     restarted = session.starting_over(call.identity)
                     if restarted is not None:  # a harness run again against this replay server
-                        session, call = restarted, self.identify(body, scope, call.role, restarted)
+                        session, call = restarted, self.identify(request.keyed, scope, role, request.native, restarted)
                         completion = self.cache.replay(call) if self.cache is not None else None
                 if completion is None:
                     completion = await self._off_loop.run(functools.partial(self._complete_off_loop, call))
@@ -121,11 +147,24 @@ class CompletionService:
                     self.occurrences.give_back(call.identity)
                 else:
                     session.give_back(call.identity)
-                self._log(call, "replay" if error.code == REPLAY_MISS_CODE else "live", started, None, error)
+                self._log(request, call, "replay" if error.code == REPLAY_MISS_CODE else "live", started, None, error)
                 raise
         self._count(call, completion)
-        self._log(call, completion.source, started, completion, None)
-        return completion.body
+        self._log(request, call, completion.source, started, completion, None)
+        if completion.raw_body is not None:
+            self._answered.remember(call.api, completion)
+        return completion
+
+    def recorded_answer(self, api: str, response_id: str) -> str | None:
+        """The body of an answer of `api` with this id, as its upstream sent it: one this server
+        answered, else one the cassette holds (GET /v1/responses/{id}); None if neither has it."""
+        found = self._answered.get(api, response_id)
+        if found is not None or self.cassette is None:
+            return found
+        for entry in self.cassette.iter_entries():
+            if entry.response.response_id == response_id and wire_api_of(entry.request.params) == api:
+                return self.cassette.raw_body_of(entry)
+        return None
 
     def _complete_off_loop(self, call: ModelCall) -> Completion:
         """A miss just looked up (or record mode, or no cassette): the cassette layer goes live and
@@ -164,6 +203,7 @@ class CompletionService:
 
     def _log(
         self,
+        request: ApiRequest,
         call: ModelCall,
         source: CallSource,
         started: float,
@@ -172,7 +212,7 @@ class CompletionService:
     ) -> None:
         if self.run_log is None:
             return
-        messages = call.wire.get("messages") or []
+        messages = request.conversation
         reply = completion.body["choices"][0]["message"] if completion is not None else None
         cost = cost_of(completion) if completion is not None else None
         self.run_log.write(
@@ -181,6 +221,7 @@ class CompletionService:
                 sample_key=call.sample_key,
                 key=call.key,
                 model=call.model,
+                api=call.api,
                 scope=call.scope,
                 occurrence=call.identity.occurrence,
                 call_index=call.call_index,
