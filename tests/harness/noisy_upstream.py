@@ -1,6 +1,7 @@
 """A noisy stub model on 127.0.0.1 for harness tests: a customer-service agent and its user simulator.
 
-It answers OpenAI chat completions as a sampling model would: the n-th arrival of a byte-identical
+It answers OpenAI chat completions and the Responses API (Inspect's default; its full input each
+time, as Inspect sends it with `store: false`) as a sampling model would: the n-th arrival of a byte-identical
 request (transport fields aside) gets draw n, so repeated requests get different answers, and the
 whole run is deterministic per arrival count. The user simulator (a system prompt holding a
 `<scenario>`) asks for help, thanks the agent and ends with "###STOP###" on its third turn; the
@@ -70,6 +71,54 @@ class NoisyUpstream:
             },
         }
 
+    def answer_responses(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The Responses API: its input read as chat messages, the chat answer written as output items."""
+        chat = {**body, "messages": chat_messages(body), "tools": chat_tools(body.get("tools"))}
+        completion = self.answer({k: v for k, v in chat.items() if k not in ("input", "instructions")})
+        message = completion["choices"][0]["message"]
+        output: list[dict[str, Any]] = []
+        for call in message.get("tool_calls") or []:
+            function = call["function"]
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{call['id']}",
+                    "call_id": call["id"],
+                    "name": function["name"],
+                    "arguments": function["arguments"],
+                    "status": "completed",
+                }
+            )
+        if message.get("content"):
+            text = {"type": "output_text", "text": message["content"], "annotations": []}
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{completion['id']}",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [text],
+                }
+            )
+        return {
+            "id": f"resp_{completion['id'].removeprefix('chatcmpl-')}",
+            "object": "response",
+            "created_at": 1_700_000_000,
+            "status": "completed",
+            "model": body.get("model", "stub"),
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": body.get("tool_choice", "auto"),
+            "tools": body.get("tools") or [],
+            "usage": {
+                "input_tokens": completion["usage"]["prompt_tokens"],
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": 7,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": completion["usage"]["total_tokens"],
+            },
+        }
+
     def _user(self, messages: list[dict[str, Any]], draw: int) -> dict[str, Any]:
         turn = sum(1 for m in messages if m.get("role") == "assistant")  # its own earlier turns
         if turn + 1 >= USER_TURNS:
@@ -99,10 +148,13 @@ class NoisyUpstream:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                path = self.path.rstrip("/")
+                if path.endswith("/chat/completions"):
+                    self._send(200, upstream.answer(body))
+                elif path.endswith("/responses"):
+                    self._send(200, upstream.answer_responses(body))
+                else:
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
-                    return
-                self._send(200, upstream.answer(body))
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
@@ -113,3 +165,40 @@ class NoisyUpstream:
                 self.wfile.write(data)
 
         return Handler
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(str(part.get("text", "")) for part in content or [] if isinstance(part, dict))
+
+
+def chat_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Responses API request's instructions and input items as chat messages."""
+    messages: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        messages.append({"role": "system", "content": body["instructions"]})
+    items = body.get("input")
+    for item in [{"role": "user", "content": items}] if isinstance(items, str) else items or []:
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = "system" if item.get("role") == "developer" else item.get("role")
+            messages.append({"role": role, "content": _text(item.get("content"))})
+        elif kind == "function_call":
+            call = {
+                "id": item["call_id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item["arguments"]},
+            }
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": _text(item.get("output"))})
+    return messages
+
+
+def chat_tools(tools: Any) -> list[dict[str, Any]]:
+    return [
+        {"type": "function", "function": {"name": tool["name"], "parameters": tool.get("parameters")}}
+        for tool in tools or []
+        if tool.get("type") == "function"
+    ]

@@ -13,7 +13,8 @@ per session; serve/identity.py) is what keeps them apart. Against a noisy stub m
   nothing in flight for a draw past the recorded ones, begins a new session).
 
 serve runs as a process (the promise is about serve); Inspect runs in this process (`inspect_ai.eval`)
-with its task's defaults, the model and the user role on chat completions (`responses_api=False`).
+with its task's defaults: on the Responses API (Inspect's default for OpenAI models), and again with
+the model and the user role on chat completions (`-M responses_api=false`).
 Measured with inspect-ai 0.3.285 and inspect-evals 0.26.0: about a minute on a loaded 2-core box,
 most of it importing Inspect and starting serve.
 """
@@ -47,19 +48,20 @@ EPOCHS = 2
 UNREACHABLE = "http://127.0.0.1:9/v1"
 
 
-def run_inspect(serve_url: str, log_dir: Path) -> Any:
-    """`inspect eval inspect_evals/tau2_airline --epochs 2` against serve, in this process."""
+def run_inspect(serve_url: str, log_dir: Path, api: str) -> Any:
+    """`inspect eval inspect_evals/tau2_airline --epochs 2` against serve, in this process; with
+    api "chat", `-M responses_api=false` for the model and the user role."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import get_model
     from inspect_evals.tau2 import tau2_airline
 
-    chat = {"responses_api": False}
-    user = get_model("openai/stub-user", base_url=serve_url, api_key=CLIENT_KEY, **chat)
+    args: dict[str, Any] = {"responses_api": False} if api == "chat" else {}
+    user = get_model("openai/stub-user", base_url=serve_url, api_key=CLIENT_KEY, **args)
     (log,) = inspect_eval(
         tau2_airline(),
         model="openai/stub-agent",
         model_base_url=serve_url,
-        model_args=chat,
+        model_args=args,
         model_roles={"user": user},
         sample_id=TASK_IDS,
         epochs=EPOCHS,
@@ -92,8 +94,9 @@ def stats(root: str) -> dict[str, Any]:
     return answer
 
 
+@pytest.mark.parametrize("api", ["responses", "chat"])  # Inspect's default, and chat completions
 def test_inspect_tau2_airline_records_replays_and_keeps_epochs_apart(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, api: str
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", CLIENT_KEY)
     monkeypatch.setenv("INSPECT_LOG_DIR", str(tmp_path / "logs"))
@@ -103,7 +106,7 @@ def test_inspect_tau2_airline_records_replays_and_keeps_epochs_apart(
         routes = write_upstream_map(tmp_path / "u.json", {"*": {"model": "openai/{model}", "api_base": stub.url}})
         server = start_serve("--cassette", cassette, "--record-mode", "auto", "--upstream-map", str(routes))
         try:
-            recorded = run_inspect(server.url, tmp_path / "record")
+            recorded = run_inspect(server.url, tmp_path / "record", api)
             live = stats(server.root)
         finally:
             assert server.stop() == 0, server.stdout_text()
@@ -122,7 +125,7 @@ def test_inspect_tau2_airline_records_replays_and_keeps_epochs_apart(
     server = start_serve("--cassette", cassette, "--record-mode", "replay", "--upstream-map", str(dead))
     try:
         for attempt in range(2):  # the same replay server, run after run, at once
-            replayed = run_inspect(server.url, tmp_path / f"replay{attempt}")
+            replayed = run_inspect(server.url, tmp_path / f"replay{attempt}", api)
             assert scores(replayed) == scores(recorded)
             assert conversations(replayed) == recorded_conversations
             assert replayed.results.scores[0].metrics["accuracy"].value == (
