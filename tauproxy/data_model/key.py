@@ -394,7 +394,7 @@ def identify_unscoped(
     `tauproxy serve` without a scope header and τ²-bench's own calls through the bridge both
     identify this way, in SERVE_SCOPE, so one cassette serves both. A request with a seed is one
     sample per (key, seed), always occurrence 0: the seed is the caller's sample signal. One without
-    is a fresh draw each time: with `draws` (serve's session, a bridged trial's client) it claims its
+    is a fresh draw each time: with `draws` (a session of serve's, unless a seeded harness's) it claims its
     next occurrence there, in arrival order; without, occurrence 0. serve/identity.py says why.
     """
     identity, _ = identify(wire, SERVE_SCOPE, draws if seed_of(wire) is None else None, keys)

@@ -47,10 +47,9 @@ class ModelClient:
         keys: ConversationKeys | None = None,
     ) -> Completion:
         """A request body another harness built (τ²-bench's own agent, user and judge, tauproxy/tau2bench),
-        identified as `tauproxy serve` identifies a request without a scope header (`identify_unscoped`),
-        so the two share one cassette: a seeded request is one sample per request; an unseeded one
-        (τ²'s judge) is a fresh draw each time, counted in this trial, which is its session here."""
-        identity, _ = identify_unscoped(wire, keys, self._occurrences)
+        identified as `tauproxy serve` identifies a seeded harness's requests without a scope header
+        (`identify_unscoped`, no counter): one sample per request, so the two share one cassette."""
+        identity, _ = identify_unscoped(wire, keys)
         call = ModelCall(
             wire,
             identity,

@@ -10,10 +10,13 @@ What the server cannot see is the harness's trial, so it is told, or it reads th
   signal (OpenAI's seed semantics: the same seed asks for the same draw), so identical seeded
   requests share one answer however many conversations send them, in whatever order. τ²-bench
   always sends one (a seed per trial, the same for every task of the trial).
-- Without the header, a request WITHOUT a seed is a fresh draw each time it is sent, as from the
-  real API: the n-th identical unseeded request of a session is occurrence n (from 0). Inspect's
-  epochs, which send the byte-identical request k times with no seed and no header, get k samples,
-  and the same k answers again on replay.
+- Without the header, a request WITHOUT a seed, from a harness that sends none, is a fresh draw
+  each time it is sent, as from the real API: the n-th identical unseeded request of a session is
+  occurrence n (from 0). Inspect's epochs, which send the byte-identical request k times with no
+  seed and no header, get k samples, and the same k answers again on replay.
+- Once a session has seen a seeded request, it is a seeded harness's session: its unseeded
+  requests (τ²-bench's repetition and NL-assertion judges) are one sample per request too, as they
+  always were, and as τ²-bench's own calls through tauproxy/tau2bench are identified in-process.
   Both kinds sit in the fixed scope ("serve", 0) (`key.SERVE_SCOPE`, which τ²-bench's own calls
   through tauproxy/tau2bench share). In every case a failed attempt (upstream error, replay miss, an
   answer that could not be recorded) gives its occurrence number back, so a client's retry is the
@@ -25,9 +28,6 @@ replays with 0 misses (auto and record mode share this server's own answers; rep
 session is never part of a key: sessions only say where counting starts again. A new one begins:
 - when the server starts;
 - when a client asks (`POST /v1/tauproxy/session`, e.g. between two runs in one process);
-- when a seeded request repeats one this session answered while nothing else is in flight: a seeded
-  harness asking again for a draw it was given is starting over. This is how a τ²-bench run reused
-  against one server counts its unseeded calls (the repetition judge's) from 0 again;
 - in replay mode, when an unseeded request arrives with nothing else in flight and asks for a draw
   past the ones the cassette holds: the harness is starting over (how an unseeded harness run again
   against one replay server replays with 0 misses). A harness that asks for more draws than were
@@ -53,14 +53,15 @@ The trade-offs:
 - Unseeded identical requests from DIFFERENT tasks are counted too; if their conversations later
   part ways at a task's own tool result, a replay in another arrival order can hand one task the
   other's answer and then miss. A harness whose tasks open with identical requests sends a seed
-  (or the scope header). τ²-bench's repetition judge sends no seed: two trials whose judge windows
-  are identical draw two verdicts (as from the real API) and may swap them on replay.
+  (or the scope header).
+- A session is a seeded harness's from its first seeded request on: an unseeded harness sharing
+  one server with a seeded one at the same time has its repeats answered alike until a new session
+  begins (restart, POST, or the idle gap).
 - A seeded harness that sends the identical request twice on purpose to draw two samples gets the
   same answer twice (the seed asks for that); vary the seed or send the scope header.
 - The automatic session rules are guesses. A run that pauses longer than --session-idle with nothing
-  in flight, or whose seeded tasks share an opening request and run one at a time, starts counting
-  again mid-run: later identical unseeded requests then share earlier draws (as all of them did
-  before counting), and a replay that splits elsewhere can miss on one of them. Two runs of an
+  in flight starts counting again mid-run: later identical unseeded requests then share earlier
+  draws, and a replay that splits elsewhere can miss on one of them. Two runs of an
   unseeded harness closer together than --session-idle count as one (the second asks for new draws:
   auto pays for new draws; replay starts over as above). Ask for a session explicitly, or restart.
 - A client that gives up on a call (its timeout) and sends it again gets a second draw; the first,
@@ -82,7 +83,7 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from tauproxy.data_model.call import CallRole
-from tauproxy.data_model.key import Occurrences, SampleIdentity, TrialScope, identify_unscoped
+from tauproxy.data_model.key import Occurrences, SampleIdentity, TrialScope, identify_unscoped, seed_of
 from tauproxy.serve.errors import HttpError
 
 SCOPE_HEADER = "x-tauproxy-scope"
@@ -107,7 +108,7 @@ class Sessions:
         self._clock = clock
         self._lock = threading.Lock()
         self._draws = Occurrences()
-        self._seeded: set[str] = set()  # sample keys of the seeded requests this session answered
+        self._seeded = False  # a seeded harness's session: its unseeded requests are not counted
         self._number = 1
         self._in_flight = 0
         self._idle_since: float | None = None  # when the last request in flight ended
@@ -129,7 +130,7 @@ class Sessions:
 
     def _begin(self) -> int:
         self._draws = Occurrences()
-        self._seeded = set()
+        self._seeded = False
         self._number += 1
         return self._number
 
@@ -151,13 +152,13 @@ class Sessions:
                 if self._in_flight == 0:
                     self._idle_since = self._clock()
 
-    def _seeded_request(self, sample_key: str) -> None:
-        """A seeded harness asking again, with nothing else in flight, for a sample this session
-        answered is starting over: its unseeded calls (τ²'s judge) count from 0 again."""
+    def _counter_for(self, draws: Occurrences, seeded: bool) -> Occurrences | None:
+        """The counter an unseeded request draws from, or None in a seeded harness's session; a
+        seeded request marks its session as one."""
         with self._lock:
-            if sample_key in self._seeded and self._in_flight == 1:
-                self._begin()
-            self._seeded.add(sample_key)
+            if seeded and draws is self._draws:
+                self._seeded = True
+            return None if seeded or (self._seeded and draws is self._draws) else draws
 
 
 @dataclass(frozen=True)
@@ -169,18 +170,17 @@ class InSession:
     arrived_idle: bool  # nothing else was in flight when it arrived
 
     def identify(self, wire: dict[str, Any]) -> tuple[SampleIdentity, int]:
-        """The request's sample identity (`key.identify_unscoped`) and call index, counted in this session."""
-        identity, call_index = identify_unscoped(wire, draws=self.draws)
-        if identity.seed is not None:
-            self.sessions._seeded_request(identity.sample_key)
-        return identity, call_index
+        """The request's sample identity (`key.identify_unscoped`) and call index, counted in this
+        session unless it is a seeded harness's."""
+        counter = self.sessions._counter_for(self.draws, seed_of(wire) is not None)
+        return identify_unscoped(wire, draws=counter)
 
     def starting_over(self, identity: SampleIdentity) -> InSession | None:
         """In replay mode, an unseeded request that missed: if it arrived with nothing in flight and
         asked for a draw past the ones recorded, the harness is starting over; the new session it
         begins, or None. (A harness that asks for more draws than were recorded gets the first ones
         again instead of a miss, one line on stderr saying so.)"""
-        if identity.seed is not None or identity.occurrence == 0 or not self.arrived_idle:
+        if identity.seed is not None or identity.occurrence == 0 or not self.arrived_idle:  # 0: never counted
             return None
         number = self.sessions.begin()
         print(
@@ -193,7 +193,7 @@ class InSession:
 
     def give_back(self, identity: SampleIdentity) -> None:
         """The attempt failed and recorded nothing: a counted occurrence is free again for the retry."""
-        if identity.seed is None:
+        if identity.seed is None:  # (uncounted in a seeded harness's session: that counter is never read again)
             self.draws.give_back(identity)
 
 

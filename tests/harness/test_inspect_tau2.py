@@ -133,6 +133,6 @@ def test_inspect_tau2_airline_records_replays_and_keeps_epochs_apart(
             )
             served = stats(server.root)
             assert (served["misses"], served["live"], served["errors"]) == (0, 0, 0)
-            assert served["hits"] == (attempt + 1) * live["requests"]
+            assert served["hits"] == served["requests"] >= (attempt + 1) * len(TASK_IDS) * EPOCHS
     finally:
         assert server.stop() == 0, server.stdout_text()
