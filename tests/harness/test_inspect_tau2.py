@@ -15,8 +15,8 @@ per session; serve/identity.py) is what keeps them apart. Against a noisy stub m
 serve runs as a process (the promise is about serve); Inspect runs in this process (`inspect_ai.eval`)
 with its task's defaults: on the Responses API (Inspect's default for OpenAI models), and again with
 the model and the user role on chat completions (`-M responses_api=false`).
-Measured with inspect-ai 0.3.285 and inspect-evals 0.26.0: about a minute on a loaded 2-core box,
-most of it importing Inspect and starting serve.
+Measured with inspect-ai 0.3.285 and inspect-evals 0.26.0: 4 to 5 minutes per API on a 2-core box
+shared with other test runs (importing Inspect alone took 18 s of wall time there, 4 s of CPU).
 """
 
 from __future__ import annotations
