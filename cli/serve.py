@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from tauproxy.serve.config import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, DEFAULT_READ_TIMEOUT_S
+from tauproxy.serve.identity import DEFAULT_SESSION_IDLE_S
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -39,6 +40,14 @@ def serve_command(
     ] = DEFAULT_READ_TIMEOUT_S,
     run_log: Annotated[Path | None, typer.Option(help="Append one JSON line per call to this file.")] = None,
     prices: Annotated[Path | None, typer.Option(help="Prices file overriding litellm's price map.")] = None,
+    session_idle_s: Annotated[
+        float,
+        typer.Option(
+            "--session-idle",
+            help="Seconds with nothing in flight after which a request begins a new session (unseeded "
+            "requests count from 0 again); 0: only a restart or POST /v1/tauproxy/session does.",
+        ),
+    ] = DEFAULT_SESSION_IDLE_S,
 ) -> None:
     """Serve /v1/chat/completions from a cassette; misses go live and are recorded (mode permitting)."""
     from tauproxy.errors import ConfigError
@@ -66,6 +75,7 @@ def serve_command(
         read_timeout_s=read_timeout_s,
         run_log=run_log,
         prices=prices,
+        session_idle_s=session_idle_s,
     )
     if config.goes_live:
         for name in config.upstream.missing_key_envs():

@@ -36,7 +36,8 @@ of this request key within the scope (0 for the first time, 1 for an identical s
 `identify` is the one place that computes it, for the in-process client and for `tauproxy serve`
 alike, with an `Occurrences` counter that hands out the occurrence numbers. A request that names no
 trial (serve without a scope header, τ²-bench's own calls) is identified by `identify_unscoped`: in
-SERVE_SCOPE, without a counter, always occurrence 0.
+SERVE_SCOPE; with a seed always occurrence 0 (the seed names the draw), without one counted in
+arrival order by the caller's session (serve/identity.py has the rule and its trade-offs).
 """
 
 from __future__ import annotations
@@ -303,8 +304,8 @@ class TrialScope(BaseModel):
         return self != SERVE_SCOPE
 
 
-# The scope of every request that names no trial (`identify_unscoped`; serve/identity.py says why
-# such a request has no occurrence counter).
+# The scope of every request that names no trial (`identify_unscoped`; serve/identity.py says when
+# such a request is counted).
 SERVE_SCOPE = TrialScope(task_id="serve", trial=0)
 
 
@@ -367,9 +368,9 @@ def identify(
     """The sample identity of a request body (without connection settings) and its call index.
 
     With `occurrences`, claims the request's next occurrence in `scope` now: callers identify each
-    call exactly once, in the order the calls are made. Without (a caller that cannot say which
-    trial a call belongs to, such as `serve` without a scope header), every identical request is
-    occurrence 0: one sample per distinct request, whatever order requests arrive in. `keys`, for
+    call exactly once, in the order the calls are made. Without (a seeded request that names no
+    trial, `identify_unscoped`), every identical request is occurrence 0: one sample per distinct
+    request, whatever order requests arrive in. `keys`, for
     the requests of one conversation, computes the same key without rehashing what they share.
     """
     key = request_key(wire) if keys is None else keys.key(wire)
@@ -385,10 +386,16 @@ def identify(
     return identity, slot.call_index
 
 
-def identify_unscoped(wire: dict[str, Any], keys: ConversationKeys | None = None) -> tuple[SampleIdentity, int]:
+def identify_unscoped(
+    wire: dict[str, Any], keys: ConversationKeys | None = None, draws: Occurrences | None = None
+) -> tuple[SampleIdentity, int]:
     """The sample identity of a request that names no trial, and its call index (always 0).
 
     `tauproxy serve` without a scope header and τ²-bench's own calls through the bridge both
-    identify this way: in SERVE_SCOPE, without an occurrence counter, so one cassette serves both.
+    identify this way, in SERVE_SCOPE, so one cassette serves both. A request with a seed is one
+    sample per (key, seed), always occurrence 0: the seed is the caller's sample signal. One without
+    is a fresh draw each time: with `draws` (a session of serve's, unless a seeded harness's) it claims its
+    next occurrence there, in arrival order; without, occurrence 0. serve/identity.py says why.
     """
-    return identify(wire, SERVE_SCOPE, None, keys)
+    identity, _ = identify(wire, SERVE_SCOPE, draws if seed_of(wire) is None else None, keys)
+    return identity, 0

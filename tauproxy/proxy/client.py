@@ -46,9 +46,9 @@ class ModelClient:
         upstream_model: str | None = None,
         keys: ConversationKeys | None = None,
     ) -> Completion:
-        """A request body another harness built (τ²-bench's own agent and user, tauproxy/tau2bench),
-        identified as `tauproxy serve` identifies a request without a scope header (`identify_unscoped`):
-        one sample per request, no occurrence counting, so the two share one cassette."""
+        """A request body another harness built (τ²-bench's own agent, user and judge, tauproxy/tau2bench),
+        identified as `tauproxy serve` identifies a seeded harness's requests without a scope header
+        (`identify_unscoped`, no counter): one sample per request, so the two share one cassette."""
         identity, _ = identify_unscoped(wire, keys)
         call = ModelCall(
             wire,

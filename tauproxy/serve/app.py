@@ -7,13 +7,14 @@
                                 `?stream=true[&starting_after=N]` gives its events (a resumed stream)
     POST /v1/messages           Anthropic's Messages API, likewise; its errors in Anthropic's shape
     GET  /v1/models             the upstream map's names plus every model in the cassette
+    GET  /healthz               liveness; never needs the token
+    GET  /stats                 hits, misses, live calls, errors, live and saved cost, per model
+    POST /v1/tauproxy/session   begin a new session: unseeded requests count from 0 again (identity.py)
 
 Every wire API's POST routes (with and without /v1) are made from the registry
 (tauproxy/wire_apis/registry.py) and answered by one handler: the body's JSON is checked alike
 (wire_apis/json_body.py), the API checks its request and renders its answer, and everything between
 (identity, role, the cassette layer, run log, stats) is the same code for all.
-    GET  /healthz               liveness; never needs the token
-    GET  /stats                 hits, misses, live calls, errors, live and saved cost, per model
 
 With an auth token every route but /healthz needs `Authorization: Bearer <token>` (401 without).
 No client header is forwarded upstream, logged or stored, except those a wire API keys as part of
@@ -46,7 +47,7 @@ from starlette.routing import Route
 from tauproxy.serve.body import check_content_type, read_capped
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.errors import HttpError
-from tauproxy.serve.identity import ROLE_HEADER, SCOPE_HEADER, parse_role, parse_scope
+from tauproxy.serve.identity import ROLE_HEADER, SCOPE_HEADER, SESSION_PATH, parse_role, parse_scope
 from tauproxy.wire_apis.base import RequestRejected, WireApi
 from tauproxy.wire_apis.json_body import parse_json_object
 from tauproxy.wire_apis.registry import WIRE_APIS
@@ -122,6 +123,7 @@ class ServeApp:
             Route("/v1/models", _answering_errors(self.models), methods=["GET"]),
             Route("/healthz", _answering_errors(self.healthz), methods=["GET"]),
             Route("/stats", _answering_errors(self.stats), methods=["GET"]),
+            Route(SESSION_PATH, _answering_errors(self.new_session), methods=["POST"]),
         ]
         # Unknown paths and wrong methods are raised by Starlette's router; answer them in JSON too.
         handlers: dict[Any, Callable[..., Any]] = {HTTPException: self._on_starlette_error}
@@ -230,7 +232,12 @@ class ServeApp:
 
     async def stats(self, request: Request) -> Response:
         self._authorize(request)
-        return json_response(200, {**self._describe, **self.service.stats.snapshot()})
+        snapshot = self.service.stats.snapshot()
+        return json_response(200, {**self._describe, **snapshot, "session": self.service.sessions.number})
+
+    async def new_session(self, request: Request) -> Response:
+        self._authorize(request)
+        return json_response(200, {"session": self.service.sessions.begin()})
 
     async def _on_starlette_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

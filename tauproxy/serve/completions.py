@@ -12,7 +12,7 @@ form, where to go via the upstream map), and the layer's outcomes into HTTP:
     auto    a hit replays; a miss goes live and is recorded before it is answered
     record  always live, always recorded, never read from the cassette
     (auto and record: a request that repeats a sample this server already sent live, as identical
-    requests without a scope header do, shares that answer: counted as `shared`)
+    seeded requests without a scope header do, or a second run's, shares that answer: `shared`)
     off     no cassette: a plain proxy that still counts, prices and logs
 A live answer is recorded (fsynced) before the client sees it, and is answered exactly as a replay
 of it will be. Upstream failures are passed through with their status and are never recorded.
@@ -47,6 +47,7 @@ from tauproxy.results.fingerprint import request_fingerprints, system_sha256, wi
 from tauproxy.serve.answered import AnsweredBodies
 from tauproxy.serve.config import UpstreamMap
 from tauproxy.serve.errors import HttpError
+from tauproxy.serve.identity import InSession, Sessions
 from tauproxy.serve.roles import recognise_role
 from tauproxy.serve.runlog import RunLog, RunLogLine
 from tauproxy.serve.stats import ServeStats
@@ -70,6 +71,7 @@ class CompletionService:
         pricing: Pricing,
         routes: UpstreamMap | None = None,
         run_log: RunLog | None = None,
+        sessions: Sessions | None = None,
     ) -> None:
         if mode == RecordMode.ONCE or (cassette is None) != (mode == RecordMode.OFF):
             raise ValueError(f"mode {mode.value} with{'out' if cassette is None else ''} a cassette")
@@ -83,22 +85,28 @@ class CompletionService:
         self.routes = routes or UpstreamMap({})
         self.run_log = run_log
         self.stats = ServeStats()
-        self.occurrences = Occurrences()
+        self.occurrences = Occurrences()  # per scope header, for the server's lifetime
+        self.sessions = sessions or Sessions()  # unseeded requests without one (serve/identity.py)
         self._answered = AnsweredBodies()
         self._off_loop = OffLoop(MAX_WORKERS)
 
     def identify(
-        self, body: dict[str, Any], scope: TrialScope | None, role: CallRole, native: NativeRequest | None = None
+        self,
+        body: dict[str, Any],
+        scope: TrialScope | None,
+        role: CallRole,
+        native: NativeRequest | None = None,
+        session: InSession | None = None,
     ) -> ModelCall:
         """Key the request (a chat body, or another wire API's keyed form with its `native` request);
         with a scope, claim its occurrence in that scope now, in arrival order.
 
-        Without one (serve/identity.py), identical requests are one sample: nothing depends on
-        arrival order or on what this process served before.
+        Without one (serve/identity.py), identical seeded requests are one sample, whatever their
+        order; an unseeded one claims its next occurrence in its session (none given: occurrence 0).
         """
         wire = without_connection_settings(body)
         if scope is None:
-            identity, call_index = identify_unscoped(wire)
+            identity, call_index = session.identify(wire) if session is not None else identify_unscoped(wire)
         else:
             identity, call_index = identify(wire, scope, self.occurrences)
         route = self.routes.route(str(wire["model"]))
@@ -120,17 +128,27 @@ class CompletionService:
         """The answer to `request` (its `raw_body` set for APIs answered in their own shape), or an
         HttpError to send instead."""
         started = time.perf_counter()
-        call = self.identify(request.keyed, scope, role or recognise_role(request.conversation), request.native)
-        self.stats.request(call.model)
-        try:
-            completion = self.cache.replay(call) if self.cache is not None else None
-            if completion is None:
-                completion = await self._off_loop.run(functools.partial(self._complete_off_loop, call))
-        except HttpError as error:
-            if scope is not None:
-                self.occurrences.give_back(call.identity)  # nothing was recorded under it
-            self._log(request, call, "replay" if error.code == REPLAY_MISS_CODE else "live", started, None, error)
-            raise
+        with self.sessions.request() as session:
+            role = role or recognise_role(request.conversation)
+            call = self.identify(request.keyed, scope, role, request.native, session)
+            self.stats.request(call.model)
+            try:
+                completion = self.cache.replay(call) if self.cache is not None else None
+                if completion is None and scope is None and self.mode == RecordMode.REPLAY:
+                    restarted = session.starting_over(call.identity)
+                    if restarted is not None:  # a harness run again against this replay server
+                        session, call = restarted, self.identify(request.keyed, scope, role, request.native, restarted)
+                        completion = self.cache.replay(call) if self.cache is not None else None
+                if completion is None:
+                    completion = await self._off_loop.run(functools.partial(self._complete_off_loop, call))
+            except HttpError as error:
+                # Nothing was recorded under its occurrence: the client's retry is the same sample.
+                if scope is not None:
+                    self.occurrences.give_back(call.identity)
+                else:
+                    session.give_back(call.identity)
+                self._log(request, call, "replay" if error.code == REPLAY_MISS_CODE else "live", started, None, error)
+                raise
         self._count(call, completion)
         self._log(request, call, completion.source, started, completion, None)
         if completion.raw_body is not None:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from tauproxy.data_model.call import ConnectionSettings
 from tauproxy.errors import ConfigError
 from tauproxy.proxy.modes import RecordMode
+from tauproxy.serve.identity import DEFAULT_SESSION_IDLE_S
 from tauproxy.structured_file import read_mapping_file
 from tauproxy.validation import first_problem
 
@@ -121,6 +122,7 @@ class ServeConfig:
     read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
     run_log: Path | None = None
     prices: Path | None = None
+    session_idle_s: float = DEFAULT_SESSION_IDLE_S  # 0: only a restart or a client begins a session
 
     def __post_init__(self) -> None:
         if self.mode == RecordMode.ONCE:
@@ -133,6 +135,8 @@ class ServeConfig:
             raise ConfigError("--max-body-bytes must be positive")
         if not (math.isfinite(self.read_timeout_s) and self.read_timeout_s > 0):
             raise ConfigError(f"--read-timeout must be a positive number of seconds, got {self.read_timeout_s}")
+        if not (math.isfinite(self.session_idle_s) and self.session_idle_s >= 0):
+            raise ConfigError(f"--session-idle must be 0 (off) or a number of seconds, got {self.session_idle_s}")
         if self.auth_token is not None and not self.auth_token.strip():
             raise ConfigError("--auth-token must not be empty")
 

@@ -31,6 +31,7 @@ from tauproxy.proxy.pricing import Pricing
 from tauproxy.serve.app import ServeApp
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.config import ServeConfig
+from tauproxy.serve.identity import Sessions
 from tauproxy.serve.protocol import protocol_with
 from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
@@ -60,7 +61,8 @@ def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
     live = live_transport(LiteLLMTransport()) if config.goes_live else None
     run_log = RunLog(config.run_log) if config.run_log is not None else None
     pricing = Pricing.from_file(config.prices)
-    service = CompletionService(config.mode, cassette, live, pricing, config.upstream, run_log)
+    sessions = Sessions(config.session_idle_s)
+    service = CompletionService(config.mode, cassette, live, pricing, config.upstream, run_log, sessions)
 
     def model_names() -> list[str]:
         names = set(config.upstream.names())

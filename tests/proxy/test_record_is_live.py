@@ -28,11 +28,12 @@ WIRE: dict[str, Any] = {
     "model": "gpt-test",
     "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}],
     "temperature": 0,
+    "seed": 7,  # identical seeded requests are one sample (unseeded ones are a draw each: serve/identity.py)
 }
 
 
 def unscoped_call() -> ModelCall:
-    """A call that names no trial (τ²-bench's own, serve without a scope header): one sample per request."""
+    """A seeded call that names no trial (τ²-bench's own, serve without a scope header): one sample per request."""
     identity, index = identify_unscoped(WIRE)
     return ModelCall(WIRE, identity, "agent", index)
 

@@ -148,3 +148,184 @@ def test_with_a_scope_header_identical_calls_stay_distinct_samples(tmp_path: Pat
     with pytest.raises(HttpError) as miss:
         anyio.run(third)
     assert miss.value.status == 404 and "not as this sample" in miss.value.message
+
+
+# -- unseeded requests: a fresh draw each time, counted per session (serve/identity.py) ----------------
+
+EPOCHS = 3
+OPENING = [SYSTEM, {"role": "user", "content": "the one scenario"}]
+
+
+class FakeClock:
+    """Time that passes only when a test says so: session idleness without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def sessions_service(
+    cassette: Path, mode: RecordMode, live: MockTransport | None, clock: FakeClock | None = None
+) -> CompletionService:
+    from tauproxy.serve.identity import Sessions
+
+    sessions = Sessions(clock=clock) if clock is not None else Sessions()
+    return CompletionService(mode, Cassette.open(cassette), live, Pricing(), sessions=sessions)
+
+
+async def epoch(served: CompletionService, name: str) -> list[str]:
+    """One epoch of an unseeded harness: the identical opening request, then its own continuation."""
+    messages: list[dict[str, Any]] = list(OPENING)
+    answers = []
+    for turn in range(2):
+        body = await served.complete({"model": "gpt-x", "messages": list(messages), "temperature": 0}, None, None)
+        answers.append(body["choices"][0]["message"]["content"])
+        messages += [{"role": "assistant", "content": answers[-1]}, {"role": "user", "content": f"turn {turn}"}]
+    return answers
+
+
+def run_epochs(served: CompletionService, concurrency: int, epochs: int = EPOCHS) -> list[list[str]]:
+    """The epochs' conversations, in no particular order: identical epochs are interchangeable."""
+    results: list[list[str]] = []
+
+    async def main() -> None:
+        limiter = anyio.Semaphore(concurrency)
+
+        async def one(index: int) -> None:
+            async with limiter:
+                results.append(await epoch(served, f"epoch {index}"))
+
+        async with anyio.create_task_group() as group:
+            for index in range(epochs):
+                group.start_soon(one, index)
+
+    anyio.run(main)
+    return sorted(results)
+
+
+@pytest.mark.parametrize(("record_at", "replay_at"), [(EPOCHS, 1), (1, EPOCHS)])
+def test_identical_unseeded_requests_are_k_samples_live_and_the_same_k_on_replay(
+    tmp_path: Path, record_at: int, replay_at: int
+) -> None:
+    live = MockTransport(Noisy())
+    recorded = run_epochs(sessions_service(tmp_path / "c", RecordMode.AUTO, live), record_at)
+    assert len({answers[0] for answers in recorded}) == EPOCHS  # k draws of the one opening request
+    assert len(live.calls) == 2 * EPOCHS
+    for _ in range(2):
+        replayer = sessions_service(tmp_path / "c", RecordMode.REPLAY, None)
+        assert run_epochs(replayer, replay_at) == recorded
+        assert replayer.stats.snapshot()["misses"] == 0
+
+
+def test_a_second_unseeded_run_after_an_idle_gap_replays_with_no_miss(tmp_path: Path) -> None:
+    from tauproxy.serve.identity import DEFAULT_SESSION_IDLE_S
+
+    clock = FakeClock()
+    live = MockTransport(Noisy())
+    served = sessions_service(tmp_path / "c", RecordMode.AUTO, live, clock)
+    first = run_epochs(served, EPOCHS)
+    clock.now += DEFAULT_SESSION_IDLE_S  # the harness ends; it is started again
+    assert run_epochs(served, 1) == first and len(live.calls) == 2 * EPOCHS  # 0 paid: shared
+    assert served.stats.snapshot()["shared"] == 2 * EPOCHS
+
+    replayer = sessions_service(tmp_path / "c", RecordMode.REPLAY, None, clock)
+    for _ in range(2):  # the same replay server, run after run
+        clock.now += DEFAULT_SESSION_IDLE_S
+        assert run_epochs(replayer, 2) == first
+    assert replayer.stats.snapshot()["misses"] == 0 and replayer.sessions.number == 2  # the second run began one
+
+
+def test_a_second_run_against_the_same_replay_server_starts_over_at_once(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """No idle gap, no explicit session: an unseeded request asking, with nothing in flight, for a
+    draw past the recorded ones begins a session in replay mode."""
+    clock = FakeClock()
+    recorded = run_epochs(sessions_service(tmp_path / "c", RecordMode.AUTO, MockTransport(Noisy()), clock), EPOCHS)
+    replayer = sessions_service(tmp_path / "c", RecordMode.REPLAY, None, clock)
+    for concurrency in (EPOCHS, 1, 2):
+        assert run_epochs(replayer, concurrency) == recorded
+    assert replayer.stats.snapshot()["misses"] == 0 and replayer.sessions.number == 3
+    # The trade-off: a fourth epoch, alone, gets the first draws again rather than a miss, said on stderr.
+    assert anyio.run(epoch, replayer, "a fourth epoch") in recorded
+    assert "session 4 begins" in capfd.readouterr().err
+
+
+def test_without_a_session_boundary_a_second_auto_run_draws_again(tmp_path: Path) -> None:
+    """The trade-off in auto mode: runs closer together than --session-idle count on, and pay."""
+    clock = FakeClock()
+    live = MockTransport(Noisy())
+    served = sessions_service(tmp_path / "c", RecordMode.AUTO, live, clock)
+    first = run_epochs(served, EPOCHS)
+    again = run_epochs(served, EPOCHS)
+    assert not set(map(tuple, again)) & set(map(tuple, first)) and len(live.calls) == 4 * EPOCHS
+    served.sessions.begin()  # what POST /v1/tauproxy/session does
+    assert run_epochs(served, 1) == first and len(live.calls) == 4 * EPOCHS
+
+
+def test_a_seeded_harness_keeps_its_unseeded_calls_one_sample(tmp_path: Path) -> None:
+    """τ²-bench's shape: seeded conversations, an unseeded judge call after each. Once a session has
+    seen a seed, identical unseeded calls share one answer, as τ²-bench's own calls do in-process,
+    and a second run against the same server, at once, is free."""
+    clock = FakeClock()
+    live = MockTransport(Noisy())
+
+    async def harness(served: CompletionService) -> list[str]:
+        said = []
+        for task in TASKS[:3]:
+            said += await converse(served, task)
+            judged = {"model": "gpt-x", "messages": [{"role": "user", "content": "stuck?"}]}  # no seed
+            said.append((await served.complete(judged, None, "judge"))["choices"][0]["message"]["content"])
+        return said
+
+    served = sessions_service(tmp_path / "c", RecordMode.AUTO, live, clock)
+    first = anyio.run(harness, served)
+    assert first[3] == first[7] == first[11]  # the judge's identical calls are one sample
+    sent = len(live.calls)
+    assert anyio.run(harness, served) == first and len(live.calls) == sent
+    replayer = sessions_service(tmp_path / "c", RecordMode.REPLAY, None, clock)
+    assert anyio.run(harness, replayer) == first and anyio.run(harness, replayer) == first
+    assert replayer.stats.snapshot()["misses"] == 0
+
+
+def test_a_failed_unseeded_attempt_gives_its_draw_back(tmp_path: Path) -> None:
+    from tauproxy.errors import ModelCallError
+
+    noisy = Noisy()
+    failures = iter([True])
+
+    def flaky(call: ModelCall) -> dict[str, Any]:
+        if next(failures, False):
+            raise ModelCallError("upstream 503", status_code=503)
+        return noisy(call)
+
+    served = sessions_service(tmp_path / "c", RecordMode.AUTO, MockTransport(flaky))
+    body = {"model": "gpt-x", "messages": OPENING}
+    with pytest.raises(HttpError):
+        anyio.run(served.complete, body, None, None)
+    retried = anyio.run(served.complete, body, None, None)  # the same sample as the try: occurrence 0
+    replayer = sessions_service(tmp_path / "c", RecordMode.REPLAY, None)
+    assert anyio.run(replayer.complete, body, None, None) == retried
+
+
+def test_post_session_begins_a_new_session() -> None:
+    import httpx
+
+    from tauproxy.serve.app import ServeApp
+
+    service = CompletionService(RecordMode.OFF, None, MockTransport(Noisy()), Pricing())
+    app = ServeApp(service, auth_token="t", max_body_bytes=1 << 20, read_timeout_s=5, model_names=list, describe={})
+
+    async def talk() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app.starlette())
+        async with httpx.AsyncClient(transport=transport, base_url="http://serve") as client:
+            refused = await client.post("/v1/tauproxy/session")
+            begun = await client.post("/v1/tauproxy/session", headers={"Authorization": "Bearer t"})
+            stats = await client.get("/stats", headers={"Authorization": "Bearer t"})
+            return [refused, begun, stats]
+
+    refused, begun, stats = anyio.run(talk)
+    assert refused.status_code == 401
+    assert begun.json() == {"session": 2} and stats.json()["session"] == 2
