@@ -167,13 +167,14 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
 
 
 def test_each_call_went_live_once_with_the_servers_key_and_never_the_clients(recorded: Recorded) -> None:
-    # The plain client's call went live; the SDK's identical call after it was shared, never a second call.
-    assert len(recorded.upstream_requests) == len(CALLS)
+    # The Messages API has no seed: the SDK's call after the plain client's identical one is a second draw
+    # (serve/identity.py), live once; a replay answers the two in the same order.
+    assert len(recorded.upstream_requests) == 2 * len(CALLS)
     assert all(h["x-api-key"] == SERVER_KEY for h in recorded.upstream_headers)
     assert all(h["anthropic-version"] == "2023-06-01" for h in recorded.upstream_headers)
     assert not any("stream" in body for body in recorded.upstream_requests)
     stats = recorded.record_app.service.stats.snapshot()
-    assert (stats["misses"], stats["live"], stats["shared"]) == (len(CALLS), len(CALLS), len(CALLS))
+    assert (stats["misses"], stats["live"], stats["shared"]) == (2 * len(CALLS), 2 * len(CALLS), 0)
     assert stats["live_cost_usd"] > 0
 
 
@@ -200,8 +201,15 @@ def test_an_answer_recorded_whole_replays_as_a_stream_of_the_same_message(record
         async with sdk.messages.stream(**full_body(CALLS["tool ask"])) as stream:
             return (await stream.get_final_message()).model_dump()
 
-    # Its stream is built from the one recorded answer, so stream and plain key (and answer) alike.
-    assert over_app(recorded.replay_app, work) == recorded.live["tool ask"].message
+    # Its stream is built from one recorded answer, so stream and plain key (and answer) alike. This replay
+    # server has answered both recorded draws of the call already, so a new session begins: draw 0, the
+    # plain client's answer, whose bytes the stream must assemble to.
+    streamed = over_app(recorded.replay_app, work)
+    first = json.loads(recorded.live["tool ask"].content)
+    assert streamed["id"] == first["id"] and streamed["stop_reason"] == first["stop_reason"]
+    assert [block.get("text") or block.get("input") for block in streamed["content"]] == [
+        block.get("text") or block.get("input") for block in first["content"]
+    ]
 
 
 def test_the_run_log_stats_and_cost_count_messages_calls(recorded: Recorded) -> None:
