@@ -67,12 +67,16 @@ def read_vcr_file(path: Path) -> list[RecordedExchange]:
     is missing or vcrpy cannot read it."""
     filters, filesystem, jsonserializer, yamlserializer = _vcr_modules()
     serializer = jsonserializer if path.suffix.lower() == ".json" else yamlserializer
+    if path.is_dir():
+        raise ConfigError(f"{path}: a directory, not a vcrpy cassette file")
     if not path.is_file():
         raise ConfigError(f"{path}: no such vcrpy cassette file")
     try:
         loaded = filesystem.FilesystemPersister.load_cassette(path, serializer)
     except filesystem.CassetteNotFoundError:
         raise ConfigError(f"{path}: empty file, not a vcrpy cassette") from None
+    except (KeyError, TypeError):  # parsed, but not vcrpy's {"interactions": [...]} layout
+        raise ConfigError(f"{path}: no vcrpy interactions list: not a vcrpy cassette") from None
     except Exception as exc:  # vcrpy raises what its serializers raise: yaml, json, KeyError, ValueError
         raise ConfigError(f"{path}: not a vcrpy cassette vcrpy can read ({_one_line(exc)})") from None
     requests, responses = loaded[0], loaded[1]
