@@ -11,58 +11,20 @@ a replay of both.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tauproxy.data_model.wire import normalise_response
-
-
-class UnreadableAnswer(ValueError):
-    """A recorded response that is not a chat.completion (or its stream): left out of the import."""
+from tauproxy.vcr_import.streams import UnreadableAnswer, decoded, is_stream, json_object, stream_events
 
 
 def chat_answer(body: bytes, content_type: str) -> dict[str, Any]:
     """The normalised chat.completion a recorded response body holds, or UnreadableAnswer."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UnreadableAnswer("response body is not UTF-8 text") from None
-    if "text/event-stream" in content_type.lower() or text.lstrip().startswith("data:"):
-        raw = assemble_stream(text)
-    else:
-        try:
-            raw = json.loads(text)
-        except ValueError:
-            raise UnreadableAnswer("response body is not JSON") from None
-    if not isinstance(raw, dict):
-        raise UnreadableAnswer("response body is not a JSON object")
+    text = decoded(body)
+    raw = assemble_stream(text) if is_stream(text, content_type) else json_object(text)
     try:
         return normalise_response(raw)
     except ValueError as exc:
         raise UnreadableAnswer(str(exc)) from None
-
-
-def stream_events(text: str) -> list[dict[str, Any]]:
-    """The JSON objects of an SSE body's `data:` lines, in order ([DONE] ends it)."""
-    events: list[dict[str, Any]] = []
-    for line in text.splitlines():
-        if not line.startswith("data:"):
-            continue  # blank separators, comments (": ping"), event names
-        data = line[len("data:") :].strip()
-        if data == "[DONE]":
-            break
-        try:
-            event = json.loads(data)
-        except ValueError:
-            raise UnreadableAnswer(f"stream event is not JSON: {data[:60]!r}") from None
-        if not isinstance(event, dict):
-            raise UnreadableAnswer("stream event is not a JSON object")
-        if "error" in event:
-            raise UnreadableAnswer("the stream ended in an error event")
-        events.append(event)
-    if not events:
-        raise UnreadableAnswer("stream holds no events")
-    return events
 
 
 def assemble_stream(text: str) -> dict[str, Any]:
