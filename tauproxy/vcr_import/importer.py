@@ -189,10 +189,7 @@ async def _send(
     if earlier is None:
         report.already_there += 1
         return None
-    return (
-        f"the same sample as {earlier} of this file: serve answers both with {earlier}'s answer "
-        "(send X-Tauproxy-Scope to tell them apart)"
-    )
+    return f"the same sample as {earlier} of this file: serve answers both with {earlier}'s answer"
 
 
 def _post_paths(routes: list[Any]) -> list[str]:

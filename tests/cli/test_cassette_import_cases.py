@@ -228,11 +228,32 @@ def test_an_identical_request_repeated_in_one_file_is_the_first_one_s_sample(tmp
     )
     report = import_json(str(file), "--into", str(tmp_path / "c"))
     assert report["imported"] == 1
-    assert reasons(report) == [
-        "the same sample as #1 of this file: serve answers both with #1's answer "
-        "(send X-Tauproxy-Scope to tell them apart)"
-    ]
+    assert reasons(report) == ["the same sample as #1 of this file: serve answers both with #1's answer"]
     assert replay(tmp_path / "c", seeded).json() == answer("one", "a")
+
+
+def test_a_fresh_server_replaying_a_file_in_order_answers_as_the_import_said(tmp_path: Path) -> None:
+    """Whatever serve's rule for requests without a scope header, the import follows it: each imported
+    interaction replays its own answer, and one left out as the same sample gets that sample's."""
+    unseeded, seeded = request("draw"), request("draw", seed=1)
+    sent = [unseeded, unseeded, seeded, seeded, unseeded]
+    answers = [answer(f"draw {n}", f"c{n}") for n in range(1, 6)]
+    file = write_vcrpy(tmp_path / "draws.yaml", [interaction(b, a) for b, a in zip(sent, answers, strict=True)])
+    report = import_json(str(file), "--into", str(tmp_path / "c"))
+    same_as = {item["where"].split()[0].rsplit("#", 1)[1]: item["reason"] for item in report["left_out"]}
+    assert report["imported"] + len(same_as) == len(sent)
+    service = CompletionService(RecordMode.REPLAY, Cassette.open(tmp_path / "c", create=False), None, Pricing())
+    app = ServeApp(service, auth_token=None, max_body_bytes=1 << 20, read_timeout_s=30, model_names=list, describe={})
+
+    async def replay_in_order() -> list[dict[str, Any]]:
+        transport = httpx.ASGITransport(app=app.starlette())
+        async with httpx.AsyncClient(transport=transport, base_url="http://serve") as client:
+            return [(await client.post("/v1/chat/completions", json=body)).json() for body in sent]
+
+    for number, replayed in enumerate(asyncio.run(replay_in_order()), start=1):
+        reason = same_as.get(str(number))
+        expected = number if reason is None else int(reason.split("#", 1)[1].split()[0])
+        assert replayed == answers[expected - 1], (number, reason)
 
 
 def test_an_import_keeps_what_the_cassette_already_holds(tmp_path: Path) -> None:
