@@ -19,6 +19,9 @@ def import_command(
     into: Annotated[
         Path, typer.Option("--into", metavar="DIR", help="Cassette directory to write into (created if absent).")
     ],
+    prices: Annotated[
+        Path | None, typer.Option(help="Prices file overriding litellm's price map, as serve's --prices.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Import recorded model calls from vcrpy cassettes, keyed as `tauproxy serve` keys a live call.
@@ -27,10 +30,11 @@ def import_command(
     one line each, and left out; a sample the cassette already holds is kept as it is."""
     from dataclasses import asdict
 
+    from tauproxy.proxy.pricing import Pricing
     from tauproxy.vcr_import import import_vcr_files
 
     with _errors():
-        report = import_vcr_files(files, into)
+        report = import_vcr_files(files, into, Pricing.from_file(prices))
     if as_json:
         _print_json({**asdict(report), "into": str(into)})
         return

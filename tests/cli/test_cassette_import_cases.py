@@ -299,3 +299,13 @@ def test_without_vcrpy_the_command_says_what_to_install(tmp_path: Path, monkeypa
         result.stderr.strip()
         == "error: reading vcrpy cassettes needs vcrpy: pip install vcrpy (it is in tauproxy's dev extra)"
     )
+
+
+def test_an_imported_call_is_priced_as_serve_prices_a_live_one(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"gpt-4.1-mini": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}}))
+    file = write_vcrpy(tmp_path / "priced.yaml", [interaction(request("hi"), answer("hello"))])
+    invoke_cli("cassette", "import", str(file), "--into", str(tmp_path / "c"), "--prices", str(prices))
+    (entry,) = Cassette.open(tmp_path / "c", create=False).entries()
+    assert entry.cost_usd == pytest.approx(5 * 1e-6 + 2 * 2e-6)  # the recorded usage: 5 prompt, 2 completion
+    assert entry.price_source is not None and entry.price_source.startswith("prices file prices.json@")
