@@ -1,7 +1,15 @@
 """The HTTP surface of `tauproxy serve` (a Starlette app).
 
-    POST /v1/chat/completions   record/replay (see completions); `stream: true` answers as SSE
+    POST /v1/chat/completions   OpenAI chat completions, record/replay (see completions); `stream:
+                                true` answers as SSE
+    POST /v1/responses          the OpenAI Responses API, likewise (its event sequence when streamed)
+    GET  /v1/responses/{id}     a response this server answered or the cassette holds (404 otherwise)
     GET  /v1/models             the upstream map's names plus every model in the cassette
+
+Every wire API's POST routes (with and without /v1) are made from the registry
+(tauproxy/wire_apis/registry.py) and answered by one handler: the body's JSON is checked alike
+(wire_apis/json_body.py), the API checks its request and renders its answer, and everything between
+(identity, role, the cassette layer, run log, stats) is the same code for all.
     GET  /healthz               liveness; never needs the token
     GET  /stats                 hits, misses, live calls, errors, live and saved cost, per model
 
@@ -9,7 +17,7 @@ With an auth token every route but /healthz needs `Authorization: Bearer <token>
 No client header is ever forwarded upstream, logged or stored: the upstream key comes from the
 server's environment only, so a client's Authorization header goes nowhere.
 
-Stopping (`stop_soon`, on SIGTERM/SIGINT): a chat request that arrives after it is answered 503 at
+Stopping (`stop_soon`, on SIGTERM/SIGINT): a model request that arrives after it is answered 503 at
 once; one in flight gets `drain_s` seconds to finish, and is then answered 503 too, whatever its
 upstream is doing, so a hung upstream never holds the server (its thread is left behind, see
 threads.py). The 503 says the server is shutting down; a client retries it against a running server.
@@ -32,11 +40,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tauproxy.serve.body import check_content_type, parse_chat_request, read_capped, wants_usage_chunk
+from tauproxy.serve.body import check_content_type, read_capped
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.identity import ROLE_HEADER, SCOPE_HEADER, parse_role, parse_scope
-from tauproxy.serve.sse import sse_body
+from tauproxy.wire_apis.base import RequestRejected, WireApi
+from tauproxy.wire_apis.json_body import parse_json_object
+from tauproxy.wire_apis.registry import WIRE_APIS
+from tauproxy.wire_apis.responses import NAME as RESPONSES
 
 
 def json_response(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
@@ -93,10 +104,15 @@ class ServeApp:
         self._drained: asyncio.Event | None = None  # set drain_s after stop_soon: in-flight calls get 503
 
     def starlette(self) -> Starlette:
-        chat = _answering_errors(self.chat)
         routes = [
-            Route("/v1/chat/completions", chat, methods=["POST"]),
-            Route("/chat/completions", chat, methods=["POST"]),  # clients whose base lacks /v1
+            Route(path, _answering_errors(functools.partial(self.model_call, api)), methods=["POST"])
+            for api in WIRE_APIS
+            for path in api.paths
+        ]
+        stored = _answering_errors(self.stored_response)
+        routes += [
+            Route("/v1/responses/{response_id}", stored, methods=["GET"]),
+            Route("/responses/{response_id}", stored, methods=["GET"]),
             Route("/v1/models", _answering_errors(self.models), methods=["GET"]),
             Route("/healthz", _answering_errors(self.healthz), methods=["GET"]),
             Route("/stats", _answering_errors(self.stats), methods=["GET"]),
@@ -157,21 +173,32 @@ class ServeApp:
             raise shutting_down()
         return task.result()
 
-    async def chat(self, request: Request) -> Response:
+    async def model_call(self, api: WireApi, request: Request) -> Response:
+        """The one handler of every wire API's POST routes."""
         self._authorize(request)
-        return await self._unless_drained(functools.partial(self._chat, request))
+        return await self._unless_drained(functools.partial(self._model_call, api, request))
 
-    async def _chat(self, request: Request) -> Response:
+    async def _model_call(self, api: WireApi, request: Request) -> Response:
         check_content_type(request.headers.get("content-type"))
         raw = await self._read_body(request)
-        body = parse_chat_request(raw)
+        try:
+            asked = api.request(parse_json_object(raw))
+        except RequestRejected as rejected:
+            raise HttpError(rejected.status, rejected.message) from None
         scope = parse_scope(request.headers.get(SCOPE_HEADER))
         role = parse_role(request.headers.get(ROLE_HEADER))
-        completion = await self.service.complete(body, scope, role)
-        if body.get("stream") is True:
-            data = sse_body(completion, wants_usage_chunk(body))
-            return Response(data, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-        return json_response(200, completion)
+        completion = await self.service.answer(asked, scope, role)
+        answer = api.answer(asked, completion)
+        return Response(answer.content, media_type=answer.media_type, headers=answer.headers or None)
+
+    async def stored_response(self, request: Request) -> Response:
+        """GET /v1/responses/{id}: a Responses API answer by its id, as the upstream sent it."""
+        self._authorize(request)
+        response_id = request.path_params["response_id"]
+        body = self.service.recorded_answer(RESPONSES, response_id)
+        if body is None:
+            raise HttpError(404, f"no response {response_id!r} was answered by this server or is in its cassette")
+        return Response(body.encode("utf-8"), media_type="application/json")
 
     async def _read_body(self, request: Request) -> bytes:
         """The body within the size limit (413) and the read timeout (408; the headers had theirs)."""
