@@ -100,6 +100,9 @@ class NativeRequest:
 
     api: str
     body: dict[str, Any]
+    # Request headers that are part of the request and go upstream with it (the Messages API's
+    # anthropic-version and anthropic-beta); never a credential: keys come from serve's environment.
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,10 @@ def json_response(status: int, payload: Any, headers: dict[str, str] | None = No
     return Response(data, status_code=status, media_type="application/json", headers=headers)
 
 
-def error_response(error: HttpError) -> Response:
-    return json_response(error.status, error.body(), error.headers or None)
+def error_response(error: HttpError, api: WireApi | None = None) -> Response:
+    """`error` as JSON: in the wire API's own error shape where it has one (its SDK reads it), else OpenAI's."""
+    own = api.error_body(error.status, error.message) if api is not None else None
+    return json_response(error.status, own if own is not None else error.body(), error.headers or None)
 
 
 SHUTTING_DOWN_CODE = "tauproxy_shutting_down"
@@ -105,7 +107,7 @@ class ServeApp:
 
     def starlette(self) -> Starlette:
         routes = [
-            Route(path, _answering_errors(functools.partial(self.model_call, api)), methods=["POST"])
+            Route(path, _answering_errors(functools.partial(self.model_call, api), api), methods=["POST"])
             for api in WIRE_APIS
             for path in api.paths
         ]
@@ -182,7 +184,7 @@ class ServeApp:
         check_content_type(request.headers.get("content-type"))
         raw = await self._read_body(request)
         try:
-            asked = api.request(parse_json_object(raw))
+            asked = api.request(parse_json_object(raw), request.headers)
         except RequestRejected as rejected:
             raise HttpError(rejected.status, rejected.message) from None
         scope = parse_scope(request.headers.get(SCOPE_HEADER))
@@ -229,7 +231,7 @@ class ServeApp:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def _answering_errors(handler: Handler) -> Handler:
+def _answering_errors(handler: Handler, api: WireApi | None = None) -> Handler:
     """Turn HttpError into its answer and a bug into a 500, inside the route.
 
     Letting a bug escape to Starlette's error middleware would re-raise it to uvicorn, which then
@@ -241,9 +243,9 @@ def _answering_errors(handler: Handler) -> Handler:
         try:
             return await handler(request)
         except HttpError as error:
-            return error_response(error)
+            return error_response(error, api)
         except Exception as exc:
             traceback.print_exception(exc)  # a bug: keep its traceback on stderr, answer loudly
-            return error_response(HttpError(500, f"tauproxy serve internal error: {type(exc).__name__}"))
+            return error_response(HttpError(500, f"tauproxy serve internal error: {type(exc).__name__}"), api)
 
     return answer

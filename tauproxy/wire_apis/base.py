@@ -25,6 +25,7 @@ module docstring says field by field what its keyed form holds and what it leave
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -107,8 +108,9 @@ class WireApi(Protocol):
     @property
     def upstream(self) -> UpstreamEndpoint | None: ...
 
-    def request(self, body: Any) -> ApiRequest:
-        """The checked request of a parsed JSON body, or RequestRejected naming what is wrong."""
+    def request(self, body: Any, headers: Mapping[str, str] | None = None) -> ApiRequest:
+        """The checked request of a parsed JSON body and the request's headers (an API may need one,
+        as the Messages API needs `anthropic-version`), or RequestRejected naming what is wrong."""
         ...
 
     def answer(self, request: ApiRequest, completion: Completion) -> WireAnswer:
@@ -118,4 +120,9 @@ class WireApi(Protocol):
     def view(self, answer: dict[str, Any]) -> dict[str, Any]:
         """A chat.completion body (one choice, chat usage) for an answer in this API's own shape;
         ValueError if the answer has no reply."""
+        ...
+
+    def error_body(self, status: int, message: str) -> dict[str, Any] | None:
+        """An error answer in this API's own shape (Anthropic's for the Messages API, which its SDK
+        reads), or None for serve's OpenAI-shaped errors."""
         ...

@@ -10,6 +10,7 @@ events built from the one answer (chat_stream.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tauproxy.data_model.completion import Completion
@@ -66,7 +67,7 @@ class ChatApi:
     paths = ("/v1/chat/completions", "/chat/completions")  # the latter: clients whose base lacks /v1
     upstream: UpstreamEndpoint | None = None  # litellm
 
-    def request(self, body: Any) -> ApiRequest:
+    def request(self, body: Any, headers: Mapping[str, str] | None = None) -> ApiRequest:
         checked = check_chat_request(body)
         return ApiRequest(
             api=self.name,
@@ -83,3 +84,6 @@ class ChatApi:
 
     def view(self, answer: dict[str, Any]) -> dict[str, Any]:
         return normalise_response(answer)
+
+    def error_body(self, status: int, message: str) -> dict[str, Any] | None:
+        return None  # serve's own (OpenAI's) shape

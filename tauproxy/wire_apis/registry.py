@@ -8,12 +8,14 @@ import httpx
 from tauproxy.proxy.transport import Transport
 from tauproxy.wire_apis.base import WireApi
 from tauproxy.wire_apis.chat import ChatApi
+from tauproxy.wire_apis.messages import MessagesApi
 from tauproxy.wire_apis.responses import ResponsesApi
 from tauproxy.wire_apis.upstream import ByWireApi, PassThroughTransport
 
 WIRE_APIS: tuple[WireApi, ...] = (
     ChatApi(),
     ResponsesApi(),
+    MessagesApi(),
 )
 BY_NAME: dict[str, WireApi] = {api.name: api for api in WIRE_APIS}
 

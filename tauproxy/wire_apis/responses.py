@@ -33,6 +33,7 @@ usage) is what the run log, reports, pricing and role recognition read.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from tauproxy.data_model.call import NativeRequest
@@ -193,7 +194,7 @@ class ResponsesApi:
         provider_prefix="openai/",
     )
 
-    def request(self, body: Any) -> ApiRequest:
+    def request(self, body: Any, headers: Mapping[str, str] | None = None) -> ApiRequest:
         checked = check_responses_request(body)
         sent = {name: value for name, value in checked.items() if name not in DELIVERY_FIELDS}
         return ApiRequest(
@@ -215,3 +216,6 @@ class ResponsesApi:
 
     def view(self, answer: dict[str, Any]) -> dict[str, Any]:
         return response_view(answer)
+
+    def error_body(self, status: int, message: str) -> dict[str, Any] | None:
+        return None  # serve's own (OpenAI's) shape

@@ -85,7 +85,7 @@ class PassThroughTransport:
         if call.upstream_model is not None:
             body["model"] = upstream_model(endpoint, call.upstream_model)
         url = upstream_url(endpoint, connection.api_base)
-        headers = upstream_headers(endpoint, connection.api_key)
+        headers = {**native.headers, **upstream_headers(endpoint, connection.api_key)}
         secrets = tuple(value for value in (connection.api_key, headers.get(endpoint.auth_header)) if value)
         timeout = connection.timeout if connection.timeout is not None else DEFAULT_TIMEOUT_S
         started = time.perf_counter()
