@@ -3,10 +3,12 @@
 Nothing here computes a key. Each vcrpy cassette file is sent, interaction by interaction and in
 file order, through serve's own app (in-process, over httpx's ASGI transport) in `auto` mode, as
 if the test that recorded it ran once more against a fresh `tauproxy serve`; its live transport is
-`RecordedUpstream`, which answers with the interaction's recorded response instead of calling a
-provider. So every part of a live call applies unchanged: the route (by request path), the request
-checks, the scope and role headers if the client sent them, sample identity, role recognition,
-pricing and the recording itself. One fresh server per file: a vcrpy cassette is one test's calls,
+made as serve makes it (wire_apis.registry.live_transport) over `RecordedUpstream`, which answers
+with the interaction's recorded response instead of calling a provider. So every part of a live
+call applies unchanged, for every wire API serve speaks: the route (by request path, from the
+registry), the request checks, the scope and role headers if the client sent them, sample identity,
+role recognition, pricing and the recording itself (for an API passed through to its provider,
+the recorded body's bytes, as a live answer's). One fresh server per file: a vcrpy cassette is one test's calls,
 and a test replayed under tauproxy starts its own session too.
 
 What becomes of an interaction (serve's run log says which for every call it answers):
@@ -26,13 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-from starlette.routing import Route
 
 from tauproxy.data_model.call import ModelCall
 from tauproxy.data_model.completion import Completion
@@ -45,19 +45,20 @@ from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
 from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
-from tauproxy.vcr_import.chat_answer import UnreadableAnswer, chat_answer
+from tauproxy.vcr_import.chat_answer import chat_answer
+from tauproxy.vcr_import.native_answer import NATIVE_BODY_READERS
+from tauproxy.vcr_import.streams import UnreadableAnswer
 from tauproxy.vcr_import.vcr_file import RecordedExchange, read_vcr_file
+from tauproxy.wire_apis.base import WireApi
+from tauproxy.wire_apis.registry import WIRE_APIS, live_transport
 
-# How a recorded response becomes the answer serve's live transport gives, per route path. A path
-# without one is not a model call serve records.
-AnswerReader = Callable[[bytes, str], dict[str, Any]]
-ANSWER_READERS: dict[str, AnswerReader] = {
-    "/v1/chat/completions": chat_answer,
-    "/chat/completions": chat_answer,
-}
 # Request headers that describe the recorded connection, not the request: never replayed into serve.
 CONNECTION_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "accept-encoding"})
 BASE_URL = "http://tauproxy-import"
+# Every POST path serve answers, with its wire API, longest first (the registry makes serve's routes).
+API_PATHS: list[tuple[WireApi, str]] = sorted(
+    ((api, path) for api in WIRE_APIS for path in api.paths), key=lambda found: len(found[1]), reverse=True
+)
 
 
 @dataclass(frozen=True)
@@ -81,15 +82,29 @@ class ImportReport:
 
 
 class RecordedUpstream:
-    """The live transport of an import: the recorded answer of the interaction being imported."""
+    """The upstreams of an import: the recorded answer of the interaction being imported.
+
+    Serve's live transport is made as serve makes it (`live_transport`), over these two: `chat` in
+    litellm's place (it answers the chat.completion a recorded chat response holds) and `native`, the
+    httpx transport under the pass-through of every other API (it answers the recorded body's bytes).
+    """
 
     def __init__(self) -> None:
-        self.answer: dict[str, Any] | None = None
+        self.chat: dict[str, Any] | None = None
+        self.native: bytes | None = None
 
     def complete(self, call: ModelCall) -> Completion:
-        if self.answer is None:  # every interaction sets one before it is sent; a bug otherwise
+        if self.chat is None:  # every chat interaction sets one before it is sent; a bug otherwise
             raise ModelCallError(f"{call.model}: no recorded answer", code="upstream_unreachable")
-        return Completion(body=json.loads(json.dumps(self.answer)), source="live", latency_s=0.0)
+        return Completion(body=json.loads(json.dumps(self.chat)), source="live", latency_s=0.0)
+
+    def native_answer(self, request: httpx.Request) -> httpx.Response:
+        if self.native is None:
+            return httpx.Response(502, json={"error": {"message": "no recorded answer"}})
+        return httpx.Response(200, content=self.native, headers={"content-type": "application/json"})
+
+    def clear(self) -> None:
+        self.chat = self.native = None
 
     def close(self) -> None:
         return None
@@ -130,9 +145,10 @@ async def _import_file(
     report: ImportReport,
 ) -> None:
     upstream = RecordedUpstream()
-    first_seen: dict[str, str] = {}  # sample key -> "#N", the interaction of this file imported under it
     outcomes = OutcomeLog()
-    service = CompletionService(RecordMode.AUTO, cassette, upstream, pricing, run_log=outcomes)
+    native = httpx.Client(transport=httpx.MockTransport(upstream.native_answer))
+    live = live_transport(upstream, native)
+    service = CompletionService(RecordMode.AUTO, cassette, live, pricing, run_log=outcomes)
     app = ServeApp(
         service,
         auth_token=None,
@@ -141,41 +157,43 @@ async def _import_file(
         model_names=list,
         describe={},
     ).starlette()
-    paths = _post_paths(app.routes)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as client:
-        for exchange in exchanges:
-            report.interactions += 1
-            reason = await _send(client, exchange, paths, upstream, outcomes, report, first_seen)
-            if reason is not None:
-                report.left_out.append(LeftOut(exchange.where, reason))
+    first_seen: dict[str, str] = {}  # sample key -> "#N", the interaction of this file imported under it
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL) as client:
+            for exchange in exchanges:
+                report.interactions += 1
+                reason = await _send(client, exchange, upstream, outcomes, report, first_seen)
+                if reason is not None:
+                    report.left_out.append(LeftOut(exchange.where, reason))
+    finally:
+        native.close()
 
 
 async def _send(
     client: httpx.AsyncClient,
     exchange: RecordedExchange,
-    paths: list[str],
     upstream: RecordedUpstream,
     outcomes: OutcomeLog,
     report: ImportReport,
     first_seen: dict[str, str],
 ) -> str | None:
     """Send one interaction through serve; None when it was imported or was already there, else why not."""
-    route = _route_of(exchange, paths)
-    if route is None:
+    found = route_of(exchange)
+    if found is None:
         return "not a model call tauproxy serve answers (no POST route for this path)"
+    api, path = found
     if not 200 <= exchange.status < 300:
         return f"failed call (HTTP {exchange.status}): nothing to replay"
-    reader = ANSWER_READERS.get(route)
-    if reader is None:
-        return f"no reader for answers of {route}"
     try:
-        upstream.answer = reader(exchange.response_body, exchange.response_headers.get("content-type", ""))
+        _set_answer(upstream, api, exchange)
     except UnreadableAnswer as exc:
         return f"response cannot be read: {exc}"
     answered = len(outcomes.lines)
     headers = {name: value for name, value in exchange.request_headers.items() if name not in CONNECTION_HEADERS}
-    response = await client.post(route, content=exchange.request_body, headers=headers)
-    upstream.answer = None
+    try:
+        response = await client.post(path, content=exchange.request_body, headers=headers)
+    finally:
+        upstream.clear()
     if response.status_code != 200:
         return f"request refused by serve ({response.status_code}: {_error_message(response)})"
     outcome = outcomes.lines[answered] if len(outcomes.lines) > answered else None
@@ -192,20 +210,27 @@ async def _send(
     return f"the same sample as {earlier} of this file: serve answers both with {earlier}'s answer"
 
 
-def _post_paths(routes: list[Any]) -> list[str]:
-    """serve's POST paths, longest first, so a path is matched by its most specific route."""
-    found = [r.path for r in routes if isinstance(r, Route) and "POST" in (r.methods or set())]
-    return sorted(found, key=len, reverse=True)
+def _set_answer(upstream: RecordedUpstream, api: WireApi, exchange: RecordedExchange) -> None:
+    """Give the import's upstream the recorded answer, in the form serve's live transport returns it."""
+    content_type = exchange.response_headers.get("content-type", "")
+    if api.upstream is None:  # chat completions: through litellm, which answers a chat.completion
+        upstream.chat = chat_answer(exchange.response_body, content_type)
+        return
+    reader = NATIVE_BODY_READERS.get(api.name)
+    if reader is None:
+        raise UnreadableAnswer(f"tauproxy cannot read recorded answers of the {api.name} API yet")
+    upstream.native = reader(exchange.response_body, content_type)
 
 
-def _route_of(exchange: RecordedExchange, paths: list[str]) -> str | None:
-    """The serve path an interaction's URL ends with (a client's base URL may add a prefix)."""
+def route_of(exchange: RecordedExchange) -> tuple[WireApi, str] | None:
+    """The wire API an interaction called and serve's path for it, by the path its URL ends with (a
+    client's base URL may add a prefix), the longest path first; None for anything but a POST to one."""
     if exchange.method != "POST":
         return None
     path = exchange.path.rstrip("/")
-    for route in paths:
+    for api, route in API_PATHS:
         if path.endswith(route):
-            return route
+            return api, route
     return None
 
 
