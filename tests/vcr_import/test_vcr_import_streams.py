@@ -120,3 +120,49 @@ def test_a_responses_stream_is_its_completed_response() -> None:
         responses_body(sse(failed), SSE)
     with pytest.raises(UnreadableAnswer, match=r"no response\.completed"):
         responses_body(sse(events[:2]), SSE)
+
+
+# Round trips: a stream as serve itself streams an answer assembles back to that answer.
+
+
+def test_serve_s_own_messages_stream_assembles_to_its_message() -> None:
+    from tauproxy.wire_apis.messages import parse_reply, stream_body
+
+    thinking = {"type": "thinking", "thinking": "Look it up.", "signature": "sig"}
+    reply = {**MESSAGE, "content": [thinking, *MESSAGE["content"]]}
+    assert json.loads(messages_body(stream_body(parse_reply(reply)), SSE)) == reply
+
+
+def test_serve_s_own_responses_stream_carries_its_response() -> None:
+    from tauproxy.wire_apis.responses_stream import response_events
+
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in response_events(RESPONSE)).encode()
+    assert json.loads(responses_body(body, SSE)) == RESPONSE
+
+
+def test_serve_s_own_chat_stream_assembles_to_its_completion() -> None:
+    from tauproxy.vcr_import.chat_answer import chat_answer
+    from tauproxy.wire_apis.chat_stream import sse_body
+
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}},
+            {"id": "call_b", "type": "function", "function": {"name": "g", "arguments": "{}"}},
+        ],
+    }
+    completion = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 7,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
+    }
+    assert chat_answer(sse_body(completion, include_usage=True), SSE) == completion
+    text = {
+        **completion,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}],
+    }
+    assert chat_answer(sse_body(text, include_usage=True), SSE) == text
