@@ -4,6 +4,7 @@
                                 true` answers as SSE
     POST /v1/responses          the OpenAI Responses API, likewise (its event sequence when streamed)
     GET  /v1/responses/{id}     a response this server answered or the cassette holds (404 otherwise)
+    POST /v1/messages           Anthropic's Messages API, likewise; its errors in Anthropic's shape
     GET  /v1/models             the upstream map's names plus every model in the cassette
 
 Every wire API's POST routes (with and without /v1) are made from the registry
@@ -14,8 +15,9 @@ Every wire API's POST routes (with and without /v1) are made from the registry
     GET  /stats                 hits, misses, live calls, errors, live and saved cost, per model
 
 With an auth token every route but /healthz needs `Authorization: Bearer <token>` (401 without).
-No client header is ever forwarded upstream, logged or stored: the upstream key comes from the
-server's environment only, so a client's Authorization header goes nowhere.
+No client header is forwarded upstream, logged or stored, except those a wire API keys as part of
+the request (the Messages API's anthropic-version and anthropic-beta): the upstream key comes from
+the server's environment only, so a client's Authorization or x-api-key header goes nowhere.
 
 Stopping (`stop_soon`, on SIGTERM/SIGINT): a model request that arrives after it is answered 503 at
 once; one in flight gets `drain_s` seconds to finish, and is then answered 503 too, whatever its

@@ -216,6 +216,17 @@ def test_a_replay_miss_is_a_404_in_anthropics_shape_with_the_miss_report(recorde
     assert '\\"gone\\"' in message and '\\"shipped\\"' in message
 
 
+def test_another_api_version_is_another_request_and_the_miss_report_says_so(recorded: Recorded) -> None:
+    async def work(sdk: anthropic.AsyncAnthropic, plain: httpx2.AsyncClient) -> httpx2.Response:
+        newer = {"anthropic-version": "2099-01-01"}
+        return await plain.post("/v1/messages", json=full_body(CALLS["tool ask"]), headers=newer)
+
+    response = over_app(recorded.replay_app, work)
+    assert response.status_code == 404
+    message = response.json()["error"]["message"]
+    assert "anthropic-version" in message and "2099-01-01" in message
+
+
 def test_a_request_without_the_version_header_is_anthropics_400(recorded: Recorded) -> None:
     async def work(sdk: anthropic.AsyncAnthropic, plain: httpx2.AsyncClient) -> httpx2.Response:
         return await plain.post("/v1/messages", json=full_body(CALLS["tool ask"]))
