@@ -50,15 +50,11 @@ from tauproxy.vcr_import.native_answer import NATIVE_BODY_READERS
 from tauproxy.vcr_import.streams import UnreadableAnswer
 from tauproxy.vcr_import.vcr_file import RecordedExchange, read_vcr_file
 from tauproxy.wire_apis.base import WireApi
-from tauproxy.wire_apis.registry import WIRE_APIS, live_transport
+from tauproxy.wire_apis.registry import api_for_path, live_transport
 
 # Request headers that describe the recorded connection, not the request: never replayed into serve.
 CONNECTION_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "accept-encoding"})
 BASE_URL = "http://tauproxy-import"
-# Every POST path serve answers, with its wire API, longest first (the registry makes serve's routes).
-API_PATHS: list[tuple[WireApi, str]] = sorted(
-    ((api, path) for api in WIRE_APIS for path in api.paths), key=lambda found: len(found[1]), reverse=True
-)
 
 
 @dataclass(frozen=True)
@@ -223,15 +219,10 @@ def _set_answer(upstream: RecordedUpstream, api: WireApi, exchange: RecordedExch
 
 
 def route_of(exchange: RecordedExchange) -> tuple[WireApi, str] | None:
-    """The wire API an interaction called and serve's path for it, by the path its URL ends with (a
-    client's base URL may add a prefix), the longest path first; None for anything but a POST to one."""
-    if exchange.method != "POST":
-        return None
-    path = exchange.path.rstrip("/")
-    for api, route in API_PATHS:
-        if path.endswith(route):
-            return api, route
-    return None
+    """The wire API an interaction called (by the path its URL ends with: a client's base URL may add
+    a prefix) and a path serve answers it on; None for anything but a POST to one."""
+    api = api_for_path(exchange.path) if exchange.method == "POST" else None
+    return (api, api.paths[0]) if api is not None else None
 
 
 def _error_message(response: httpx.Response) -> str:
