@@ -55,6 +55,7 @@ from tauproxy.wire_apis.registry import api_for_path, live_transport
 # Request headers that describe the recorded connection, not the request: never replayed into serve.
 CONNECTION_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "accept-encoding"})
 BASE_URL = "http://tauproxy-import"
+CHAT_API = "chat"  # through litellm, which answers a chat.completion (RecordedUpstream.complete)
 
 
 @dataclass(frozen=True)
@@ -207,14 +208,14 @@ async def _send(
 
 
 def _set_answer(upstream: RecordedUpstream, api: WireApi, exchange: RecordedExchange) -> None:
-    """Give the import's upstream the recorded answer, in the form serve's live transport returns it."""
-    content_type = exchange.response_headers.get("content-type", "")
-    if api.upstream is None:  # chat completions: through litellm, which answers a chat.completion
-        upstream.chat = chat_answer(exchange.response_body, content_type)
-        return
+    """Give the import's upstream the recorded answer in every form serve's live transport may ask for:
+    the body's bytes (a pass-through), and for chat completions also the chat.completion (litellm)."""
     reader = NATIVE_BODY_READERS.get(api.name)
     if reader is None:
         raise UnreadableAnswer(f"tauproxy cannot read recorded answers of the {api.name} API yet")
+    content_type = exchange.response_headers.get("content-type", "")
+    if api.name == CHAT_API:
+        upstream.chat = chat_answer(exchange.response_body, content_type)
     upstream.native = reader(exchange.response_body, content_type)
 
 

@@ -1,5 +1,6 @@
 """A recorded answer of an API that serve passes through to the provider's own endpoint (the OpenAI
-Responses API, Anthropic's Messages API), as the body that endpoint answers a non-streamed call with.
+Responses API, Anthropic's Messages API; chat completions where a route passes them through), as the
+body that endpoint answers a non-streamed call with.
 
 Serve asks those upstreams without `stream` and records the answer's bytes, so a replay is byte for
 byte what the upstream sent. A recorded JSON body is therefore handed on exactly as recorded. A
@@ -7,6 +8,7 @@ recorded stream (the client asked for `stream: true`) is turned into the answer 
 
     Responses  the `response` of its `response.completed` event (or `response.incomplete`: an answer
                cut short by max_output_tokens is still the answer), which is the whole response
+    chat       the chat.completion its chunks add up to (chat_answer.py)
     Messages   the message of `message_start`, its content blocks filled in by the deltas (text,
                tool input JSON, thinking and its signature, citations), and `message_delta`'s stop
                reason and final usage
@@ -20,6 +22,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tauproxy.vcr_import.chat_answer import assemble_stream
 from tauproxy.vcr_import.streams import UnreadableAnswer, decoded, is_stream, stream_events
 
 # Responses API stream events whose `response` is a finished answer.
@@ -28,6 +31,13 @@ FINISHED_RESPONSE_EVENTS = ("response.completed", "response.incomplete")
 
 def _compact(value: dict[str, Any]) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def chat_body(body: bytes, content_type: str) -> bytes:
+    """A chat.completion a recorded response holds, as the non-streamed body's bytes (for a chat route
+    passed through to an OpenAI-compatible endpoint rather than sent through litellm)."""
+    text = decoded(body)
+    return _compact(assemble_stream(text)) if is_stream(text, content_type) else body
 
 
 def responses_body(body: bytes, content_type: str) -> bytes:
@@ -110,6 +120,7 @@ def _apply_delta(blocks: dict[int, dict[str, Any]], partial_json: dict[int, str]
 # By wire API name: how a recorded response becomes what the pass-through upstream answers.
 NativeBodyReader = Callable[[bytes, str], bytes]
 NATIVE_BODY_READERS: dict[str, NativeBodyReader] = {
+    "chat": chat_body,
     "responses": responses_body,
     "messages": messages_body,
 }
