@@ -71,6 +71,8 @@ class LeftOut:
 
 @dataclass
 class ImportReport:
+    """What an import did: every interaction read is imported, already there, or left out (one line)."""
+
     files: int = 0
     interactions: int = 0
     imported: int = 0
@@ -195,7 +197,7 @@ async def _send(
         return f"request refused by serve ({response.status_code}: {_error_message(response)})"
     outcome = outcomes.lines[answered] if len(outcomes.lines) > answered else None
     if outcome is None or outcome.sample_key is None:
-        return "serve answered without saying how (no run log line): left out"
+        return "serve answered it without a run log line (a bug in tauproxy): left out"
     if outcome.source == "live":
         report.imported += 1
         first_seen[outcome.sample_key] = f"#{exchange.number}"

@@ -48,8 +48,11 @@ class RecordedExchange:
 
     @property
     def where(self) -> str:
-        """How a report names this interaction: `FILE#N METHOD URL`."""
-        return f"{self.file}#{self.number} {self.method} {self.url}"
+        """How a report names this interaction: `FILE#N METHOD URL`, the URL without its query string,
+        which may hold a key (`?api-key=...`) that a recording did not filter."""
+        parts = urlsplit(self.url)
+        query = "?…" if parts.query else ""
+        return f"{self.file}#{self.number} {self.method} {parts.scheme}://{parts.netloc}{parts.path}{query}"
 
 
 def _vcr_modules() -> tuple[ModuleType, ModuleType, ModuleType, ModuleType]:

@@ -134,7 +134,7 @@ def test_what_cannot_be_keyed_is_listed_one_line_each_and_left_out(tmp_path: Pat
             interaction(
                 request("cut stream"), b"data: {not json\n\n", response_headers={"content-type": "text/event-stream"}
             ),
-            interaction({"q": 1}, {"ok": True}, uri="https://api.github.com/graphql"),
+            interaction({"q": 1}, {"ok": True}, uri="https://api.github.com/graphql?access_token=secret"),
             interaction(b"", {"data": []}, uri="https://api.openai.com/v1/models", method="GET"),
             interaction(request("slow down"), {"error": {"message": "rate limited"}}, status=429),
             interaction(request("no choices"), {"id": "x", "choices": []}),
@@ -149,6 +149,7 @@ def test_what_cannot_be_keyed_is_listed_one_line_each_and_left_out(tmp_path: Pat
     assert why[1] == "response cannot be read: response body is not JSON"
     assert why[2].startswith("response cannot be read: stream event is not JSON")
     assert why[3] == why[4] == "not a model call tauproxy serve answers (no POST route for this path)"
+    assert "secret" not in result.stdout and f"{file}#5 POST https://api.github.com/graphql?…" in lines[3]
     assert why[5] == "failed call (HTTP 429): nothing to replay"
     assert why[6] == "response cannot be read: response has no choices[0].message"
     assert len(Cassette.open(tmp_path / "c", create=False)) == 1
