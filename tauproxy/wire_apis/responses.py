@@ -80,6 +80,9 @@ def check_responses_request(body: Any) -> dict[str, Any]:
     previous = body.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
         raise RequestRejected("'previous_response_id' must be a string")
+    if body.get("background") not in (None, False):
+        # A background response is polled for until done; only a finished answer can be recorded.
+        raise RequestRejected("'background' responses are not supported by tauproxy serve")
     require_stream_flag(body)
     if WIRE_API_PARAM in body:
         raise RequestRejected(f"'{WIRE_API_PARAM}' is reserved by tauproxy")
