@@ -29,7 +29,7 @@ from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.server import bind
 from tauproxy.store.cassette import Cassette
 from tauproxy.vcr_import.vcr_file import read_vcr_file
-from tauproxy.wire_apis.messages import parse_reply, stream_body
+from tauproxy.wire_apis.messages_stream import stream_body
 from tauproxy.wire_apis.responses_stream import response_events
 
 openai = pytest.importorskip("openai")
@@ -110,7 +110,7 @@ class _Handler(BaseHTTPRequestHandler):
             streamed = sse([(e["type"], e) for e in response_events(answer)])
         elif self.path.rstrip("/") == "/v1/messages":
             answer = build_reply({k: v for k, v in body.items() if k != "stream"})
-            streamed = stream_body(parse_reply(answer))
+            streamed = stream_body(answer)
         else:
             self.send_error(404)
             return

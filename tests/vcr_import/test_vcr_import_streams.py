@@ -126,11 +126,11 @@ def test_a_responses_stream_is_its_completed_response() -> None:
 
 
 def test_serve_s_own_messages_stream_assembles_to_its_message() -> None:
-    from tauproxy.wire_apis.messages import parse_reply, stream_body
+    from tauproxy.wire_apis.messages_stream import stream_body
 
     thinking = {"type": "thinking", "thinking": "Look it up.", "signature": "sig"}
     reply = {**MESSAGE, "content": [thinking, *MESSAGE["content"]]}
-    assert json.loads(messages_body(stream_body(parse_reply(reply)), SSE)) == reply
+    assert json.loads(messages_body(stream_body(reply), SSE)) == reply
 
 
 def test_serve_s_own_responses_stream_carries_its_response() -> None:
