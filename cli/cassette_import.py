@@ -26,8 +26,7 @@ def import_command(
 ) -> None:
     """Import recorded model calls from vcrpy cassettes, keyed as `tauproxy serve` keys a live call.
 
-    Interactions that cannot be keyed (other paths, failed calls, bodies that do not parse) are listed,
-    one line each, and left out; a sample the cassette already holds is kept as it is."""
+    Calls it cannot key are listed one line each and left out; samples the cassette holds are kept."""
     from dataclasses import asdict
 
     from tauproxy.proxy.pricing import Pricing
