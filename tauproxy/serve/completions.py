@@ -114,7 +114,7 @@ class CompletionService:
 
     async def complete(self, body: dict[str, Any], scope: TrialScope | None, role: CallRole | None) -> dict[str, Any]:
         """The chat.completion body for a chat-completions `body`, or an HttpError to send instead."""
-        return (await self.answer(CHAT.request(body), scope, role)).body
+        return (await self.answer(CHAT.request(body, {}), scope, role)).body
 
     async def answer(self, request: ApiRequest, scope: TrialScope | None, role: CallRole | None) -> Completion:
         """The answer to `request` (its `raw_body` set for APIs answered in their own shape), or an

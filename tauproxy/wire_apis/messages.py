@@ -452,8 +452,8 @@ class MessagesApi:
     paths = ("/v1/messages", "/messages")
     upstream: UpstreamEndpoint | None = UPSTREAM
 
-    def request(self, body: Any, headers: Mapping[str, str] | None = None) -> ApiRequest:
-        checked = check_request(body, headers or {})
+    def request(self, body: Any, headers: Mapping[str, str]) -> ApiRequest:
+        checked = check_request(body, headers)
         sent = {name: value for name, value in checked.body.items() if name not in _DELIVERY_FIELDS}
         return ApiRequest(
             api=self.name,
