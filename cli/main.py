@@ -11,6 +11,7 @@ import typer
 from tauproxy_cli import (
     bisection,
     cassette,
+    cassette_import,
     check,
     demo,
     diff,
@@ -66,6 +67,7 @@ app.command("serve")(serve.serve_command)
 app.add_typer(domains.app, name="domains")
 cassette.app.command("replay-check")(shipped.replay_check_command)
 cassette.app.command("rerecord")(shipped.rerecord_command)
+cassette.app.command("import")(cassette_import.import_command)
 app.add_typer(cassette.app, name="cassette")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(submit.app, name="submit")

@@ -32,7 +32,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("runner", "reports"),  # beside each other: neither imports the other
     ("workflows",),  # bisect and domain check: runs and reports combined
     ("serve", "api"),  # the server; the Python API for notebooks and scripts
-    ("pytest_plugin",),  # fixtures over the API and the client, loaded by pytest's entry point
+    # fixtures over the API and the client, loaded by pytest's entry point; vcrpy cassettes sent through serve
+    ("pytest_plugin", "vcr_import"),
     ("__init__",),  # the package re-exports the API, lazily (tauproxy/__init__.py)
 ]
 CLI = ROOT / "cli"  # on top of everything; the library never imports it

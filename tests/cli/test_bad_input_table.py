@@ -69,6 +69,7 @@ BASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "cassette compact": (("cassette", "compact"), {"directory": "okcassette"}),
     "cassette replay-check": (("cassette", "replay-check"), {"cassettes": "okcassette"}),
     "cassette rerecord": (("cassette", "rerecord"), {"cassette": "okcassette"}),
+    "cassette import": (("cassette", "import", "--into", "imported"), {"files": "ok.yaml"}),
     "tasks generate": (("tasks", "generate", "--domain", "mock", "--n", "1"), {}),
     "submit prepare": (
         ("submit", "prepare", "--out", "submission", "--organization", "Lab", "--email", "a@b.c"),
@@ -123,6 +124,7 @@ ACCEPTED: dict[tuple[str, str, str], tuple[frozenset[int], str]] = {
     },
     ("serve", "--max-body-bytes", "huge"): (frozenset({0}), "a cap has no upper bound; a huge one is never reached"),
     ("cassette merge", "target", "empty-name"): (frozenset({0}), EMPTY_IS_HERE),
+    ("cassette import", "--into", "empty-name"): (frozenset({0}), EMPTY_IS_HERE),
 }
 
 
@@ -232,7 +234,7 @@ def _fresh_dir(root: Path, shared: Path, index: int) -> Path:
     directory.mkdir()
     for name, data in BAD_FILES.items():
         (directory / f"bad-{name}.bin").write_bytes(data)
-    for name in ("okrun", "okcassette", "good.toml"):
+    for name in ("okrun", "okcassette", "good.toml", "ok.yaml"):
         (directory / name).symlink_to(shared / name)
     return directory
 
@@ -241,6 +243,7 @@ def _fresh_dir(root: Path, shared: Path, index: int) -> Path:
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     shared = tmp_path_factory.mktemp("shared")
     (shared / "good.toml").write_text('model = "scripted/oracle"\n')
+    (shared / "ok.yaml").write_text("interactions: []\nversion: 1\n")  # a vcrpy cassette with no calls
     invoke_cli(*RUN, "--save-to", "okrun", "--cassette", "okcassette", "--record-mode", "record", cwd=shared)
     root = tmp_path_factory.mktemp("probes")
     found: dict[str, Outcome] = {}
