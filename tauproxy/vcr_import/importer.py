@@ -43,6 +43,7 @@ from tauproxy.results.run_log import RunLogLine
 from tauproxy.serve.app import ServeApp
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_READ_TIMEOUT_S
+from tauproxy.serve.identity import Sessions
 from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
 from tauproxy.vcr_import.chat_answer import chat_answer
@@ -147,7 +148,10 @@ async def _import_file(
     outcomes = OutcomeLog()
     native = httpx.Client(transport=httpx.MockTransport(upstream.native_answer))
     live = live_transport(upstream, native)
-    service = CompletionService(RecordMode.AUTO, cassette, live, pricing, run_log=outcomes)
+    # One session per file, whatever the gaps between its interactions: a recording is one run.
+    service = CompletionService(
+        RecordMode.AUTO, cassette, live, pricing, run_log=outcomes, sessions=Sessions(idle_s=None)
+    )
     app = ServeApp(
         service,
         auth_token=None,
