@@ -10,6 +10,9 @@ compare two runs, and get typed results instead of printed ones.
     base = load_run("runs/base")                 # a run directory, results.json or τ²-bench's NAME.json
     compare(report, base).comparisons[0].comparison
 
+`intercept(cassette, mode)` records and replays an SDK's own calls in-process (tauproxy.intercept);
+`ConnectionSettings` says where a `ModelRequest` goes (api_base, key, timeout) and is never keyed.
+
 Nothing here is new machinery: `run` is the runner's `execute`, `load_run` the reader every command
 uses (ours and τ²-bench's files, a serve run log joined on), the report is `ReportSummary` (what
 `report --json` prints), `compare` is `report A --against B` and `check` is `tauproxy check`. Errors
@@ -25,12 +28,13 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ValidationError
 
-from tauproxy.data_model.call import ModelRequest
+from tauproxy.data_model.call import ConnectionSettings, ModelRequest
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import Results
 from tauproxy.engine.agent import AgentPrompt
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.errors import ConfigError
+from tauproxy.intercept import Intercept, intercept
 from tauproxy.proxy.modes import RecordMode, parse_record_mode
 from tauproxy.reports.compare import SideBySide, side_by_side
 from tauproxy.reports.costs import CostSummary
@@ -47,6 +51,8 @@ from tauproxy.validation import first_problem
 
 __all__ = [
     "AgentPrompt",
+    "ConnectionSettings",
+    "Intercept",
     "LLMConfig",
     "Message",
     "ModelRequest",
@@ -60,6 +66,7 @@ __all__ = [
     "TrialRow",
     "check",
     "compare",
+    "intercept",
     "load_run",
     "run",
     "run_config",

@@ -30,7 +30,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("sources",),  # domain sources behind one protocol: our packs and τ²-bench, registered by name
     ("runner", "reports"),  # beside each other: neither imports the other
     ("workflows",),  # bisect and domain check: runs and reports combined
-    ("serve", "api"),  # the server; the Python API for notebooks and scripts
+    ("serve",),  # the server
+    ("intercept",),  # serve's app in-process: httpx clients and a local base_url for SDK-direct code
+    ("api",),  # the Python API for notebooks and scripts
     ("pytest_plugin",),  # fixtures over the API and the client, loaded by pytest's entry point
 ]
 CLI = ROOT / "cli"  # on top of everything; the library never imports it
