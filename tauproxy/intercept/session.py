@@ -30,7 +30,7 @@ from tauproxy.intercept.local_server import LocalServer
 from tauproxy.intercept.routes import ApiRoutes
 from tauproxy.intercept.transports import AsyncInterceptTransport, InterceptState, InterceptTransport
 from tauproxy.proxy.modes import RecordMode, parse_record_mode
-from tauproxy.serve.config import ServeConfig, UpstreamMap, UpstreamRoute, load_upstream_map
+from tauproxy.serve.config import ServeConfig, UpstreamMap, UpstreamRoute, load_upstream_map, parse_upstream_map
 from tauproxy.serve.server import build
 from tauproxy.serve.stats import ServeStats
 from tauproxy.store.cassette import Cassette
@@ -190,14 +190,7 @@ def _upstream_map(upstream: Upstream | None) -> UpstreamMap:
         return upstream
     if isinstance(upstream, Path | str):
         return load_upstream_map(Path(upstream))
-    try:
-        routes = {
-            str(name): route if isinstance(route, UpstreamRoute) else UpstreamRoute.model_validate(route)
-            for name, route in upstream.items()
-        }
-    except ValueError as exc:
-        raise ConfigError(f"tauproxy intercept: upstream: {' '.join(str(exc).split())}") from None
-    return UpstreamMap(routes)
+    return parse_upstream_map(upstream, "tauproxy intercept upstream")
 
 
 def _quiet(line: str) -> None:
