@@ -347,7 +347,7 @@ class _KeyChecked:
         model = call.upstream_model or call.model
         checked = (model, call.connection.api_base)
         if not model.startswith((SCRIPTED_PREFIX, LOCAL_PREFIX)) and checked not in self._checked:
-            hint = "give api_key in the request's ConnectionSettings (tauproxy.api.ConnectionSettings)"
+            hint = "set api_key in the ModelRequest's connection: tauproxy.api.ConnectionSettings"
             try:
                 check_provider(model, call.connection, key_hint=hint)
             except ConfigError as exc:
