@@ -76,6 +76,7 @@ _MODE_KEY = pytest.StashKey["RecordMode"]()
 BASE_URL_ENV = {"OPENAI_BASE_URL": "base_url", "ANTHROPIC_BASE_URL": "url"}
 SDK_KEY_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 PLACEHOLDER_KEY = "tauproxy-placeholder-key"
+REPLAY_MISS_PREFIX = "replay miss"  # how a miss report (tauproxy.errors.ReplayMiss) begins
 
 
 class NetworkBlockedError(ConnectionError):
@@ -280,24 +281,38 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A strict-replay miss fails the test with the miss diff alone: the traceback through the engine
-    says nothing the diff does not."""
+    (or through an SDK, which raised the intercept's 404 as its own error) says nothing the diff does not."""
     report = yield
     mode = item.stash.get(_MODE_KEY, None)
     if mode is not None and call.excinfo is not None and report.failed:
         from tauproxy.errors import ConfigError, ReplayMissError
 
         cause = call.excinfo.value.__cause__
+        miss = str(call.excinfo.value) if call.excinfo.errisinstance(ReplayMissError) else None
+        miss = miss or _sdk_replay_miss(call.excinfo.value)
         if isinstance(cause, ConfigError) or call.excinfo.errisinstance(ConfigError):
             # A setting to fix (a key to set): its one line says which; the traceback adds nothing.
             report.longrepr = f"tauproxy: {cause if isinstance(cause, ConfigError) else call.excinfo.value}"
-        elif call.excinfo.errisinstance(ReplayMissError):
+        elif miss is not None:
             report.longrepr = (
                 f"tauproxy: strict replay ({mode.value}) met a call its cassette does not hold\n"
-                f"{call.excinfo.value}\n"
+                f"{miss}\n"
                 f"if the change is intended, record again: pytest {item.nodeid} {OPTION} record "
                 "(or auto, to record only what is missing)"
             )
     return report
+
+
+def _sdk_replay_miss(exc: BaseException) -> str | None:
+    """The miss report in an SDK's error for the intercept's 404 (the openai and anthropic SDKs keep the
+    error body they were sent as `body`), or None."""
+    body = getattr(exc, "body", None)
+    while isinstance(body, dict):
+        message = body.get("message")
+        if isinstance(message, str) and message.startswith(REPLAY_MISS_PREFIX):
+            return message
+        body = body.get("error")
+    return None
 
 
 def _marker_option(request: pytest.FixtureRequest, name: str) -> object | None:

@@ -128,7 +128,10 @@ def test_an_sdk_direct_agent_records_replays_offline_and_rewrites(
     env.setenv("ASKS", "first,changed")
     missed = pytester.runpytest("test_agent.py::test_agent")
     missed.assert_outcomes(failed=1)
-    assert "replay miss" in missed.stdout.str()
+    out = missed.stdout.str()
+    assert "strict replay (replay) met a call its cassette does not hold" in out
+    assert "replay miss" in out and "+changed" in out
+    assert "_base_client.py" not in out, "the miss diff alone, not the traceback through the SDK"
 
 
 def test_rewrite_drops_the_calls_a_test_no_longer_makes(
