@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("data_model",),  # the key, sample identity, wire forms and every boundary type
     ("store", "domain", "results"),  # cassettes, domain packs, run directories
     ("proxy",),  # transports, pricing, the one cache layer, the model client
+    ("wire_apis",),  # the HTTP dialects clients speak (chat, responses, ...), behind one protocol
     ("engine",),
     ("tau2bench",),  # τ²-bench's own engine driven in-process, its model calls through ours
     ("sources",),  # domain sources behind one protocol: our packs and τ²-bench, registered by name

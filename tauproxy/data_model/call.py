@@ -90,6 +90,22 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class NativeRequest:
+    """A request of a wire API other than chat completions, as its client sent it.
+
+    `api` names the wire API ("responses", "messages"); `body` is the client's body without
+    connection settings and with the stream flag off: what a pass-through upstream is sent. The
+    call's `wire` is its keyed, chat-shaped form (tauproxy/wire_apis/ says field by field).
+    """
+
+    api: str
+    body: dict[str, Any]
+    # Request headers that are part of the request and go upstream with it (the Messages API's
+    # anthropic-version and anthropic-beta); never a credential: keys come from serve's environment.
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ModelCall:
     """A request on its way to a model, with its identity worked out once: the one call type.
 
@@ -100,7 +116,8 @@ class ModelCall:
     to, when that differs from the name asked for (serve's upstream map); pricing tries it first.
     `made_in` is the trial the call was made in when its identity names none (τ²-bench's own calls
     through the bridge are keyed as serve keys a request without a scope header): for reports only,
-    never keyed or recorded.
+    never keyed or recorded. `native` is set for a call of another wire API than chat completions
+    (the Responses API, ...): what its upstream is sent; None for chat.
     """
 
     wire: dict[str, Any]
@@ -111,6 +128,12 @@ class ModelCall:
     connection: ConnectionSettings = field(default_factory=ConnectionSettings)
     upstream_model: str | None = None
     made_in: TrialScope | None = None
+    native: NativeRequest | None = None
+
+    @property
+    def api(self) -> str:
+        """The wire API the call speaks: "chat", or the native request's API."""
+        return self.native.api if self.native is not None else "chat"
 
     @property
     def model(self) -> str:

@@ -21,12 +21,19 @@ LATENCY_DECIMALS = 2
 @dataclass(frozen=True)
 class Completion:
     """A transport's answer: the chat.completion `body` (first choice), where it came from, and,
-    once the cache layer has priced it, its cost."""
+    once the cache layer has priced it, its cost.
+
+    `raw_body` is the upstream's answer exactly as it sent it (JSON text), for wire APIs whose
+    clients are answered in the upstream's own shape (the Responses API, ...); `body` is then its
+    chat-shaped view (reply, usage), which keys, pricing, reports and fingerprints read. None for
+    chat completions, whose clients are answered from `body`.
+    """
 
     body: dict[str, Any]
     source: CallSource
     latency_s: float = 0.0
     cost: Cost | None = None
+    raw_body: str | None = None
 
     @cached_property
     def response(self) -> ModelResponse:
@@ -56,6 +63,7 @@ class CallRecording(BaseModel):
     cost_usd: float | None
     price_source: str | None
     latency_s: float
+    raw_body: str | None = None  # Completion.raw_body: stored as given, answered byte for byte
 
     @classmethod
     def of(cls, call: ModelCall, completion: Completion, cost: Cost) -> CallRecording:
@@ -69,4 +77,5 @@ class CallRecording(BaseModel):
             cost_usd=cost.usd,
             price_source=cost.source,
             latency_s=round(completion.latency_s, LATENCY_DECIMALS),
+            raw_body=completion.raw_body,
         )

@@ -24,6 +24,12 @@ are keyed, recorded or compared):
                                                                assembled, so it matches a non-stream
     null-valued fields anywhere                                absent and null mean the same
 
+Other wire APIs (tauproxy/wire_apis/: the Responses API, Anthropic's Messages API) are keyed by
+this same function, over a chat-shaped canonical form of their request that carries the API's name
+in the parameter WIRE_API_PARAM, so two APIs' requests never share a key. A chat request has no
+such parameter (serve refuses a chat body that sends one), so chat keys are what they always were.
+docs/keys.md sets the definitions side by side.
+
 A sample is one draw from a request. k trials at temperature 0 are still k samples, so the sample
 key adds: the seed carried in the request, the trial scope (task id, trial) and the occurrence number
 of this request key within the scope (0 for the first time, 1 for an identical second call, ...).
@@ -90,6 +96,16 @@ def without_connection_settings(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 STRUCTURAL_FIELDS = ("model", "messages", "tools", "tool_choice")
+
+# The parameter that names a non-chat wire API in its keyed form ("responses", "messages"); absent
+# from every chat request, so chat keys are unchanged and no two APIs' requests share a key.
+WIRE_API_PARAM = "tauproxy_wire_api"
+
+
+def wire_api_of(wire: Mapping[str, Any]) -> str:
+    """The wire API a keyed request (or a stored request's params) speaks: "chat" unless it names one."""
+    api = wire.get(WIRE_API_PARAM)
+    return api if isinstance(api, str) else "chat"
 
 
 # json.dumps with these arguments builds this same encoder on every call; one built once says the

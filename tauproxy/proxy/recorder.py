@@ -61,6 +61,7 @@ class _Sent:
     body_json: str  # a fresh body per share: callers may change what they are given
     latency_s: float
     cost: Cost
+    raw_body: str | None
 
 
 # What becomes of a new recording: the thread path and serve append it (Cassette.record); a Ray
@@ -118,7 +119,12 @@ class CassetteTransport:
             # (or waited for, in complete_miss), never counted as a recording made before this run.
             if call.sample_key in self._in_flight or call.sample_key in self._sent:
                 return self._shared(call)
-        answer = Completion(body=self.cassette.response_of(entry), source="replay", latency_s=entry.latency_s)
+        answer = Completion(
+            body=self.cassette.response_of(entry),
+            source="replay",
+            latency_s=entry.latency_s,
+            raw_body=self.cassette.raw_body_of(entry),
+        )
         return self._price.apply(call, answer, Cost(entry.cost_usd, entry.price_source or "recorded"))
 
     def complete(self, call: ModelCall) -> Completion:
@@ -166,12 +172,13 @@ class CassetteTransport:
         body = replay_form(recording)
         with self._lock:
             self.recorded_keys.add(call.sample_key)
-        self._sent[call.sample_key] = _Sent(json.dumps(body), recording.latency_s, cost)
+        self._sent[call.sample_key] = _Sent(json.dumps(body), recording.latency_s, cost, recording.raw_body)
         return Completion(
             body=body,
             source="live",
             latency_s=recording.latency_s,  # as recorded, so that the live run and its replay agree
             cost=cost,
+            raw_body=recording.raw_body,
         )
 
     def _shared(self, call: ModelCall) -> Completion | None:
@@ -179,7 +186,9 @@ class CassetteTransport:
         sent = self._sent.get(call.sample_key)
         if sent is None:
             return None
-        answer = Completion(body=json.loads(sent.body_json), source="shared", latency_s=sent.latency_s)
+        answer = Completion(
+            body=json.loads(sent.body_json), source="shared", latency_s=sent.latency_s, raw_body=sent.raw_body
+        )
         return self._price.apply(call, answer, sent.cost)
 
     def miss(self, call: ModelCall) -> ReplayMiss:

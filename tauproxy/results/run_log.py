@@ -1,9 +1,11 @@
-"""The run log of `tauproxy serve`: one JSON line per chat-completion call, read back for joining.
+"""The run log of `tauproxy serve`: one JSON line per model call, read back for joining.
 
 A line (every field always present; unknown values are null):
     ts                 unix time the answer was sent
     sample_key, key    the call's identity (tauproxy.data_model.key); null when the body was rejected
     model              the model name the client asked for
+    api                the wire API it was asked through: "chat", "responses", ... (lines written
+                       before it existed read as "chat")
     scope              {task_id, trial} (see tauproxy.serve.identity)
     occurrence, call_index
     seed               the request's seed
@@ -16,8 +18,9 @@ A line (every field always present; unknown values are null):
     price_source
     latency_s          wall time of the answer as served here
     recorded_latency_s a replayed or shared answer's original upstream latency
-    request_fp         role-blind fingerprints of the request's non-system messages (fingerprint.py)
-    response_fp        fingerprint of the answer's message
+    request_fp         role-blind fingerprints of the request's non-system messages (fingerprint.py),
+                       over the chat-shaped view of the conversation for the other wire APIs
+    response_fp        fingerprint of the answer's message (its chat-shaped view)
     system_sha256      sha256 of the request's system prompt
 
 It holds hashes, counts and names only: never message text, headers or keys. The writer is
@@ -47,6 +50,7 @@ class RunLogLine(BaseModel):
     sample_key: str | None = None
     key: str | None = None
     model: str
+    api: str = "chat"  # the wire API of the call: "chat", "responses", ... (tauproxy/wire_apis/)
     scope: TrialScope
     occurrence: int | None = None
     call_index: int | None = None

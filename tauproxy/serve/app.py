@@ -1,15 +1,25 @@
 """The HTTP surface of `tauproxy serve` (a Starlette app).
 
-    POST /v1/chat/completions   record/replay (see completions); `stream: true` answers as SSE
+    POST /v1/chat/completions   OpenAI chat completions, record/replay (see completions); `stream:
+                                true` answers as SSE
+    POST /v1/responses          the OpenAI Responses API, likewise (its event sequence when streamed)
+    GET  /v1/responses/{id}     a response this server answered or the cassette holds (404 otherwise)
+    POST /v1/messages           Anthropic's Messages API, likewise; its errors in Anthropic's shape
     GET  /v1/models             the upstream map's names plus every model in the cassette
+
+Every wire API's POST routes (with and without /v1) are made from the registry
+(tauproxy/wire_apis/registry.py) and answered by one handler: the body's JSON is checked alike
+(wire_apis/json_body.py), the API checks its request and renders its answer, and everything between
+(identity, role, the cassette layer, run log, stats) is the same code for all.
     GET  /healthz               liveness; never needs the token
     GET  /stats                 hits, misses, live calls, errors, live and saved cost, per model
 
 With an auth token every route but /healthz needs `Authorization: Bearer <token>` (401 without).
-No client header is ever forwarded upstream, logged or stored: the upstream key comes from the
-server's environment only, so a client's Authorization header goes nowhere.
+No client header is forwarded upstream, logged or stored, except those a wire API keys as part of
+the request (the Messages API's anthropic-version and anthropic-beta): the upstream key comes from
+the server's environment only, so a client's Authorization or x-api-key header goes nowhere.
 
-Stopping (`stop_soon`, on SIGTERM/SIGINT): a chat request that arrives after it is answered 503 at
+Stopping (`stop_soon`, on SIGTERM/SIGINT): a model request that arrives after it is answered 503 at
 once; one in flight gets `drain_s` seconds to finish, and is then answered 503 too, whatever its
 upstream is doing, so a hung upstream never holds the server (its thread is left behind, see
 threads.py). The 503 says the server is shutting down; a client retries it against a running server.
@@ -32,11 +42,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tauproxy.serve.body import check_content_type, parse_chat_request, read_capped, wants_usage_chunk
+from tauproxy.serve.body import check_content_type, read_capped
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.identity import ROLE_HEADER, SCOPE_HEADER, parse_role, parse_scope
-from tauproxy.serve.sse import sse_body
+from tauproxy.wire_apis.base import RequestRejected, WireApi
+from tauproxy.wire_apis.json_body import parse_json_object
+from tauproxy.wire_apis.registry import WIRE_APIS
+from tauproxy.wire_apis.responses import NAME as RESPONSES
 
 
 def json_response(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
@@ -44,8 +57,10 @@ def json_response(status: int, payload: Any, headers: dict[str, str] | None = No
     return Response(data, status_code=status, media_type="application/json", headers=headers)
 
 
-def error_response(error: HttpError) -> Response:
-    return json_response(error.status, error.body(), error.headers or None)
+def error_response(error: HttpError, api: WireApi | None = None) -> Response:
+    """`error` as JSON: in the wire API's own error shape where it has one (its SDK reads it), else OpenAI's."""
+    own = api.error_body(error.status, error.message) if api is not None else None
+    return json_response(error.status, own if own is not None else error.body(), error.headers or None)
 
 
 SHUTTING_DOWN_CODE = "tauproxy_shutting_down"
@@ -93,10 +108,15 @@ class ServeApp:
         self._drained: asyncio.Event | None = None  # set drain_s after stop_soon: in-flight calls get 503
 
     def starlette(self) -> Starlette:
-        chat = _answering_errors(self.chat)
         routes = [
-            Route("/v1/chat/completions", chat, methods=["POST"]),
-            Route("/chat/completions", chat, methods=["POST"]),  # clients whose base lacks /v1
+            Route(path, _answering_errors(functools.partial(self.model_call, api), api), methods=["POST"])
+            for api in WIRE_APIS
+            for path in api.paths
+        ]
+        stored = _answering_errors(self.stored_response)
+        routes += [
+            Route("/v1/responses/{response_id}", stored, methods=["GET"]),
+            Route("/responses/{response_id}", stored, methods=["GET"]),
             Route("/v1/models", _answering_errors(self.models), methods=["GET"]),
             Route("/healthz", _answering_errors(self.healthz), methods=["GET"]),
             Route("/stats", _answering_errors(self.stats), methods=["GET"]),
@@ -157,21 +177,32 @@ class ServeApp:
             raise shutting_down()
         return task.result()
 
-    async def chat(self, request: Request) -> Response:
+    async def model_call(self, api: WireApi, request: Request) -> Response:
+        """The one handler of every wire API's POST routes."""
         self._authorize(request)
-        return await self._unless_drained(functools.partial(self._chat, request))
+        return await self._unless_drained(functools.partial(self._model_call, api, request))
 
-    async def _chat(self, request: Request) -> Response:
+    async def _model_call(self, api: WireApi, request: Request) -> Response:
         check_content_type(request.headers.get("content-type"))
         raw = await self._read_body(request)
-        body = parse_chat_request(raw)
+        try:
+            asked = api.request(parse_json_object(raw), request.headers)
+        except RequestRejected as rejected:
+            raise HttpError(rejected.status, rejected.message) from None
         scope = parse_scope(request.headers.get(SCOPE_HEADER))
         role = parse_role(request.headers.get(ROLE_HEADER))
-        completion = await self.service.complete(body, scope, role)
-        if body.get("stream") is True:
-            data = sse_body(completion, wants_usage_chunk(body))
-            return Response(data, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-        return json_response(200, completion)
+        completion = await self.service.answer(asked, scope, role)
+        answer = api.answer(asked, completion)
+        return Response(answer.content, media_type=answer.media_type, headers=answer.headers or None)
+
+    async def stored_response(self, request: Request) -> Response:
+        """GET /v1/responses/{id}: a Responses API answer by its id, as the upstream sent it."""
+        self._authorize(request)
+        response_id = request.path_params["response_id"]
+        body = self.service.recorded_answer(RESPONSES, response_id)
+        if body is None:
+            raise HttpError(404, f"no response {response_id!r} was answered by this server or is in its cassette")
+        return Response(body.encode("utf-8"), media_type="application/json")
 
     async def _read_body(self, request: Request) -> bytes:
         """The body within the size limit (413) and the read timeout (408; the headers had theirs)."""
@@ -202,7 +233,7 @@ class ServeApp:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def _answering_errors(handler: Handler) -> Handler:
+def _answering_errors(handler: Handler, api: WireApi | None = None) -> Handler:
     """Turn HttpError into its answer and a bug into a 500, inside the route.
 
     Letting a bug escape to Starlette's error middleware would re-raise it to uvicorn, which then
@@ -214,9 +245,9 @@ def _answering_errors(handler: Handler) -> Handler:
         try:
             return await handler(request)
         except HttpError as error:
-            return error_response(error)
+            return error_response(error, api)
         except Exception as exc:
             traceback.print_exception(exc)  # a bug: keep its traceback on stderr, answer loudly
-            return error_response(HttpError(500, f"tauproxy serve internal error: {type(exc).__name__}"))
+            return error_response(HttpError(500, f"tauproxy serve internal error: {type(exc).__name__}"), api)
 
     return answer

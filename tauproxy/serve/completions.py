@@ -1,10 +1,11 @@
-"""One chat-completion request answered through the cassette layer; HTTP-free, so tests and benches
-can drive it directly.
+"""One model request, of any wire API, answered through the cassette layer; HTTP-free, so tests and
+benches can drive it directly.
 
 The record/replay decision is not made here: it is `proxy.recorder.CassetteTransport`'s, the same
-code `tauproxy run` uses, over the same live transport (`proxy.live.LiteLLMTransport`). This module
-only turns a request body into a `ModelCall` (identity via `key.identify`, where to go via the
-upstream map), and the layer's outcomes into HTTP:
+code `tauproxy run` uses, over the same live transport (litellm for chat completions, the provider's
+own endpoint for the other wire APIs: wire_apis/registry.py). This module only turns a checked
+request (wire_apis.base.ApiRequest) into a `ModelCall` (identity via `key.identify` over its keyed
+form, where to go via the upstream map), and the layer's outcomes into HTTP:
 
     replay  a hit is answered from the cassette; a miss is an HttpError 404 carrying the miss
             report and never reaches the upstream
@@ -23,12 +24,21 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 from tauproxy.data_model.call import CallRole, CallSource, ModelCall
 from tauproxy.data_model.completion import Completion
-from tauproxy.data_model.key import Occurrences, TrialScope, identify, identify_unscoped, without_connection_settings
+from tauproxy.data_model.key import (
+    Occurrences,
+    TrialScope,
+    identify,
+    identify_unscoped,
+    wire_api_of,
+    without_connection_settings,
+)
 from tauproxy.errors import CassetteError, ModelCallError, ReplayMissError
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.priced import PricedTransport, cost_of
@@ -43,10 +53,13 @@ from tauproxy.serve.runlog import RunLog, RunLogLine
 from tauproxy.serve.stats import ServeStats
 from tauproxy.serve.threads import OffLoop
 from tauproxy.store.cassette import Cassette
+from tauproxy.wire_apis.base import ApiRequest
+from tauproxy.wire_apis.chat import ChatApi
 
 # Threads at once for live calls and cassette writes; replays never leave the event loop.
 MAX_WORKERS = 64
 REPLAY_MISS_CODE = "tauproxy_replay_miss"
+CHAT = ChatApi()
 
 
 class CompletionService:
@@ -72,33 +85,44 @@ class CompletionService:
         self.run_log = run_log
         self.stats = ServeStats()
         self.occurrences = Occurrences()
+        self._answered = AnsweredBodies()
         self._off_loop = OffLoop(MAX_WORKERS)
 
     def identify(self, body: dict[str, Any], scope: TrialScope | None, role: CallRole) -> ModelCall:
+        """identify_request for a chat-completions body."""
+        return self.identify_request(CHAT.request(body), scope, role)
+
+    def identify_request(self, request: ApiRequest, scope: TrialScope | None, role: CallRole) -> ModelCall:
         """Key the request; with a scope, claim its occurrence in that scope now, in arrival order.
 
         Without one (serve/identity.py), identical requests are one sample: nothing depends on
         arrival order or on what this process served before.
         """
-        wire = without_connection_settings(body)
+        wire = without_connection_settings(request.keyed)
         if scope is None:
             identity, call_index = identify_unscoped(wire)
         else:
             identity, call_index = identify(wire, scope, self.occurrences)
-        route = self.routes.route(str(wire["model"]))
+        route = self.routes.route(request.model)
         return ModelCall(
             wire,
             identity,
             role,
             call_index,
             connection=route.connection(),
-            upstream_model=route.litellm_model(str(wire["model"])),
+            upstream_model=route.litellm_model(request.model),
+            native=request.native,
         )
 
     async def complete(self, body: dict[str, Any], scope: TrialScope | None, role: CallRole | None) -> dict[str, Any]:
-        """The chat.completion body for `body`, or an HttpError to send instead."""
+        """The chat.completion body for a chat-completions `body`, or an HttpError to send instead."""
+        return (await self.answer(CHAT.request(body), scope, role)).body
+
+    async def answer(self, request: ApiRequest, scope: TrialScope | None, role: CallRole | None) -> Completion:
+        """The answer to `request` (its `raw_body` set for APIs answered in their own shape), or an
+        HttpError to send instead."""
         started = time.perf_counter()
-        call = self.identify(body, scope, role or recognise_role(body.get("messages") or []))
+        call = self.identify_request(request, scope, role or recognise_role(request.conversation))
         self.stats.request(call.model)
         try:
             completion = self.cache.replay(call) if self.cache is not None else None
@@ -107,11 +131,24 @@ class CompletionService:
         except HttpError as error:
             if scope is not None:
                 self.occurrences.give_back(call.identity)  # nothing was recorded under it
-            self._log(call, "replay" if error.code == REPLAY_MISS_CODE else "live", started, None, error)
+            self._log(request, call, "replay" if error.code == REPLAY_MISS_CODE else "live", started, None, error)
             raise
         self._count(call, completion)
-        self._log(call, completion.source, started, completion, None)
-        return completion.body
+        self._log(request, call, completion.source, started, completion, None)
+        if completion.raw_body is not None:
+            self._answered.remember(call.api, completion)
+        return completion
+
+    def recorded_answer(self, api: str, response_id: str) -> str | None:
+        """The body of an answer of `api` with this id, as its upstream sent it: one this server
+        answered, else one the cassette holds (GET /v1/responses/{id}); None if neither has it."""
+        found = self._answered.get(api, response_id)
+        if found is not None or self.cassette is None:
+            return found
+        for entry in self.cassette.iter_entries():
+            if entry.response.response_id == response_id and wire_api_of(entry.request.params) == api:
+                return self.cassette.raw_body_of(entry)
+        return None
 
     def _complete_off_loop(self, call: ModelCall) -> Completion:
         """A miss just looked up (or record mode, or no cassette): the cassette layer goes live and
@@ -150,6 +187,7 @@ class CompletionService:
 
     def _log(
         self,
+        request: ApiRequest,
         call: ModelCall,
         source: CallSource,
         started: float,
@@ -158,7 +196,7 @@ class CompletionService:
     ) -> None:
         if self.run_log is None:
             return
-        messages = call.wire.get("messages") or []
+        messages = request.conversation
         reply = completion.body["choices"][0]["message"] if completion is not None else None
         cost = cost_of(completion) if completion is not None else None
         self.run_log.write(
@@ -167,6 +205,7 @@ class CompletionService:
                 sample_key=call.sample_key,
                 key=call.key,
                 model=call.model,
+                api=call.api,
                 scope=call.scope,
                 occurrence=call.identity.occurrence,
                 call_index=call.call_index,
@@ -187,6 +226,31 @@ class CompletionService:
                 system_sha256=system_sha256(messages),
             )
         )
+
+
+class AnsweredBodies:
+    """The latest answers served in their API's own shape, by (API, response id): what a client that
+    fetches a response it was just given (GET /v1/responses/{id}) asks for. Bounded; thread-safe."""
+
+    LIMIT = 4_096
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._bodies: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    def remember(self, api: str, completion: Completion) -> None:
+        response_id = completion.body.get("id")
+        if not isinstance(response_id, str) or completion.raw_body is None:
+            return
+        with self._lock:
+            self._bodies[(api, response_id)] = completion.raw_body
+            self._bodies.move_to_end((api, response_id))
+            if len(self._bodies) > self.LIMIT:
+                self._bodies.popitem(last=False)
+
+    def get(self, api: str, response_id: str) -> str | None:
+        with self._lock:
+            return self._bodies.get((api, response_id))
 
 
 def upstream_http_error(exc: ModelCallError) -> HttpError:

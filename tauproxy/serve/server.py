@@ -34,6 +34,7 @@ from tauproxy.serve.config import ServeConfig
 from tauproxy.serve.protocol import protocol_with
 from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
+from tauproxy.wire_apis.registry import live_transport
 
 # uvicorn's own shutdown limit, after which it cancels what still runs (and logs a traceback for each).
 # A backstop only: the app's drain (app.DEFAULT_DRAIN_S, 3 s from the signal) answers every call still
@@ -56,7 +57,7 @@ def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
     cassette = None
     if config.cassette is not None:
         cassette = Cassette.open(config.cassette, create=config.mode != RecordMode.REPLAY)
-    live = LiteLLMTransport() if config.goes_live else None
+    live = live_transport(LiteLLMTransport()) if config.goes_live else None
     run_log = RunLog(config.run_log) if config.run_log is not None else None
     pricing = Pricing.from_file(config.prices)
     service = CompletionService(config.mode, cassette, live, pricing, config.upstream, run_log)

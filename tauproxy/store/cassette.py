@@ -138,6 +138,10 @@ class Cassette:
         """The chat-completions body that was recorded (tool-call arguments in canonical JSON)."""
         return self.reader.response_of(entry)
 
+    def raw_body_of(self, entry: CassetteEntry) -> str | None:
+        """The answer body as the upstream sent it, when its wire API keeps one (reader.py)."""
+        return self.reader.raw_body_of(entry)
+
     def message_count(self, entry: CassetteEntry) -> int:
         """How many messages an entry's request has, without walking its chain."""
         return self.reader.message_count(entry)

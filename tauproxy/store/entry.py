@@ -52,10 +52,16 @@ class StoredResponse(BaseModel):
     blob holding the reply exactly as the upstream gave it (tool-call arguments as sent, nulls kept),
     written only when that differs from the canonical form: `serve` answers with it, so a harness
     receives what the upstream said (canonical forms are for keys only).
+
+    `body` names a blob holding, as one JSON string, the whole answer body exactly as the upstream
+    sent it, for wire APIs whose clients are answered in the upstream's own shape (the Responses
+    API, ...): a replay answers those bytes. `message` is then the reply's chat-shaped view (what
+    reports, fingerprints and the miss report read). Absent for chat completions.
     """
 
     message: str
     raw: str | None = None
+    body: str | None = None
     finish_reason: str | None = None
     response_id: str | None = None
     response_model: str | None = None
@@ -88,8 +94,9 @@ class CassetteEntry(BaseModel):
     def wire_form(self) -> dict[str, Any]:
         """The entry as the fields of its call line (without the line kind `t`)."""
         data = {**self.model_dump(mode="json"), "request": self.request.wire_form()}
-        if self.response.raw is None:
-            del data["response"]["raw"]  # absent, not null: older entries keep their exact bytes
+        for name in ("raw", "body"):
+            if getattr(self.response, name) is None:
+                del data["response"][name]  # absent, not null: older entries keep their exact bytes
         if self.v >= 3:
             del data["sample_key"]  # derived from key, seed and scope on read (format.py)
         if self.v >= 4:

@@ -28,6 +28,7 @@ def missing_refs(query: IndexQuery, request: StoredRequest, response: StoredResp
     replied = [*(request.messages or []), response.message]
     checks: list[tuple[int, str | None, str]] = [(MSG, d, "message") for d in replied]
     checks += [(BLOB, request.tools, "tools blob"), (BLOB, response.raw, "response blob")]
+    checks += [(BLOB, response.body, "response body blob")]
     for kind, digest, what in checks:
         if digest is None:
             continue

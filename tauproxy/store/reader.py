@@ -167,6 +167,15 @@ class CassetteReader:
         message = self.blob(raw) if raw is not None else self.message(entry.response.message)
         return answer_body(message, entry.response, entry.usage, entry.sample_key, entry.request.model)
 
+    def raw_body_of(self, entry: CassetteEntry) -> str | None:
+        """The answer body exactly as the upstream sent it, for wire APIs that keep it (entry.py)."""
+        if entry.response.body is None:
+            return None
+        text = self.blob(entry.response.body)
+        if not isinstance(text, str):
+            raise CassetteError(f"{self._file.file}: response body blob {entry.response.body[:12]} is not text")
+        return text
+
     def message(self, digest: str) -> dict[str, Any]:
         """A fresh copy of a stored message."""
         message: dict[str, Any] = json.loads(self.message_text(digest))

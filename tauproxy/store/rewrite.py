@@ -153,7 +153,7 @@ class _Rewriter:
             reply, line = self._content("msg", cassette.reader.message_text(entry.response.message))
             out += [line] if line else []
             blobs: dict[str, str | None] = {}
-            for blob in (entry.request.tools, entry.response.raw):
+            for blob in (entry.request.tools, entry.response.raw, entry.response.body):
                 if blob is not None:
                     blobs[blob], line = self._content("blob", cassette.reader.blob_text(blob))
                     out += [line] if line else []
@@ -168,6 +168,7 @@ class _Rewriter:
                 update={
                     "message": reply,
                     "raw": blobs.get(entry.response.raw) if entry.response.raw else None,
+                    "body": blobs.get(entry.response.body) if entry.response.body else None,
                 }
             )
             out.append(

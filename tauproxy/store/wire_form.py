@@ -100,8 +100,11 @@ class StoredParts:
     message_order: list[str]  # the request's message hashes, first message first
 
 
-def stored_parts(canonical: dict[str, Any], response_body: dict[str, Any]) -> StoredParts:
-    """The hashed request and reply, plus every message, blob and chain node they refer to."""
+def stored_parts(canonical: dict[str, Any], response_body: dict[str, Any], raw_body: str | None = None) -> StoredParts:
+    """The hashed request and reply, plus every message, blob and chain node they refer to.
+
+    `raw_body` (Completion.raw_body) is kept as a blob whose value is that text, so it is answered
+    byte for byte."""
     choice, reply = reply_of(response_body)
     hashes = [message_hash(m) for m in canonical["messages"]]
     messages = {digest: canonical_json(m) for digest, m in zip(hashes, canonical["messages"], strict=True)}
@@ -113,6 +116,9 @@ def stored_parts(canonical: dict[str, Any], response_body: dict[str, Any]) -> St
     raw_hash = blob_hash(raw) if raw is not None else None
     if raw is not None and raw_hash is not None:
         blobs[raw_hash] = canonical_json(raw)
+    body_hash = blob_hash(raw_body) if raw_body is not None else None
+    if raw_body is not None and body_hash is not None:
+        blobs[body_hash] = canonical_json(raw_body)
     request = StoredRequest(
         model=canonical["model"],
         chain=None,  # set by refs.Refs.resolve: the references depend on what the cassette holds
@@ -123,6 +129,7 @@ def stored_parts(canonical: dict[str, Any], response_body: dict[str, Any]) -> St
     response = StoredResponse(
         message=reply_hash,
         raw=raw_hash,
+        body=body_hash,
         finish_reason=choice.get("finish_reason"),
         response_id=response_body.get("id"),
         response_model=response_body.get("model"),

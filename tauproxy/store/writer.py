@@ -54,7 +54,7 @@ class CassetteWriter:
         canonical = secret_free(wire)
         identity = recording.identity
         check_identity(wire, identity)
-        parts = stored_parts(canonical, recording.response_body)
+        parts = stored_parts(canonical, recording.response_body, recording.raw_body)
         entry = CassetteEntry(
             key=identity.key,
             sample_key=identity.sample_key,
@@ -164,6 +164,7 @@ class Refs:
             update={
                 "message": reply_ref,
                 "raw": blob_refs.get(parts.response.raw) if parts.response.raw is not None else None,
+                "body": blob_refs.get(parts.response.body) if parts.response.body is not None else None,
             }
         )
         return entry.model_copy(update={"request": request, "response": response})

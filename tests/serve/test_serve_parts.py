@@ -16,7 +16,7 @@ from tauproxy.serve.completions import upstream_http_error
 from tauproxy.serve.config import ServeConfig, load_upstream_map
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.identity import parse_role, parse_scope
-from tauproxy.serve.sse import sse_body
+from tauproxy.wire_apis.chat_stream import sse_body
 
 COMPLETION: dict[str, Any] = {
     "id": "chatcmpl-1",
@@ -138,7 +138,13 @@ def test_normalised_answers_keep_only_what_is_replayed() -> None:
 
 
 def test_bodies_that_cannot_be_keyed_are_refused_before_parsing() -> None:
-    from tauproxy.serve.body import MAX_JSON_DEPTH, check_content_type, json_depth, parse_chat_request
+    from tauproxy.serve.body import check_content_type
+    from tauproxy.wire_apis.base import RequestRejected
+    from tauproxy.wire_apis.chat import ChatApi
+    from tauproxy.wire_apis.json_body import MAX_JSON_DEPTH, json_depth, parse_json_object
+
+    def parse_chat_request(raw: bytes) -> object:
+        return ChatApi().request(parse_json_object(raw))
 
     assert json_depth(b'{"a": "[[[[", "b": [1, {"c": []}]}') == 4  # brackets inside strings do not count
     nested_messages = b'{"model": "m", "messages": [' + b"[" * 480 + b"]" * 480 + b"]}"
@@ -150,7 +156,7 @@ def test_bodies_that_cannot_be_keyed_are_refused_before_parsing() -> None:
         b'{"model": "m", "messages": [{"content": "no role"}]}': "no 'role'",
     }
     for raw, reason in refusals.items():
-        with pytest.raises(HttpError, match=reason) as caught:
+        with pytest.raises(RequestRejected, match=reason) as caught:
             parse_chat_request(raw)
         assert caught.value.status == 400
     assert json_depth(nested_messages) > MAX_JSON_DEPTH

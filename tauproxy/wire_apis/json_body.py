@@ -1,0 +1,135 @@
+"""A request body's JSON, checked alike for every wire API (RequestRejected, a 400, otherwise).
+
+What the key, the cassette and the upstream client cannot carry is refused here, before anything
+else sees the body: bytes that are not UTF-8, a string holding a lone surrogate (valid JSON escape
+syntax, but not a character: it cannot be hashed, stored or sent), numbers that are not finite
+(NaN, Infinity, or a literal such as 1e999 that only overflows to infinity), and nesting deeper
+than any real request. Each is a 400 naming what is wrong, never a 500 and never a call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from tauproxy.wire_apis.base import RequestRejected
+
+# Deeper than any real request, and far below what json, pydantic and the key's recursive
+# canonical form can take: a deeper body is refused before anything recurses over it.
+MAX_JSON_DEPTH = 64
+
+
+def _refuse_constant(name: str) -> None:
+    raise RequestRejected(f"request body holds {name}, which is not valid JSON: every number must be finite")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 is valid JSON syntax, but no client or provider can send it back
+        raise RequestRejected(
+            f"request body holds the number {text}, which is out of range: every number must be finite"
+        )
+    return value
+
+
+# A \uD800-\uDFFF escape. Most bodies have none, so the exact walk below runs only when one appears
+# (a valid pair is one too, and so is an escaped backslash followed by "ud800": the walk decides).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
+
+
+def lone_surrogate_path(value: Any) -> str | None:
+    """Where in a parsed JSON value a string (or key) holds a lone surrogate, or None if none does."""
+    stack: list[tuple[str, Any]] = [("body", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if not _encodes(item):
+                return path
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not _encodes(key):
+                    return f"a key of {path}"
+                stack.append((f"{path}.{key}", child))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def parse_json_body(raw: bytes) -> Any:
+    """The JSON value of a request body: strict UTF-8, finite numbers, no lone surrogates (else 400)."""
+    try:
+        text = raw.decode("utf-8")  # strict: refuses invalid bytes and UTF-8-encoded surrogates alike
+    except UnicodeDecodeError as exc:
+        raise RequestRejected(f"request body is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except (ValueError, RecursionError) as exc:
+        raise RequestRejected(f"request body is not valid JSON: {exc}") from None
+    if _SURROGATE_ESCAPE.search(raw):
+        path = lone_surrogate_path(value)
+        if path is not None:
+            raise RequestRejected(f"{path} holds a lone surrogate escape (\\uD800-\\uDFFF), which is not a character")
+    return value
+
+
+def json_depth(raw: bytes) -> int:
+    """How deeply arrays and objects nest in a JSON text, counted without parsing (no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def parse_json_object(raw: bytes) -> dict[str, Any]:
+    """A request body that is a JSON object within MAX_JSON_DEPTH, checked as parse_json_body does."""
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise RequestRejected(f"request body nests deeper than {MAX_JSON_DEPTH} levels")
+    body = parse_json_body(raw)
+    if not isinstance(body, dict):
+        raise RequestRejected("request body must be a JSON object")
+    return body
+
+
+def require_model(body: dict[str, Any]) -> str:
+    """The body's model name, or RequestRejected: every wire API names one."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise RequestRejected("'model' must be a non-empty string")
+    return model
+
+
+def require_stream_flag(body: dict[str, Any]) -> bool:
+    """Whether the body asks for a stream (`stream: true`); RequestRejected if it is not a boolean."""
+    stream = body.get("stream")
+    if stream not in (None, True, False):
+        raise RequestRejected("'stream' must be a boolean")
+    return stream is True
+
+
+def compact_json(value: Any) -> bytes:
+    """A JSON answer body as serve sends it: UTF-8, no spaces."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -1,0 +1,34 @@
+"""Every wire API tauproxy speaks, by name. Adding one is adding its module and a line here;
+serve's routes, the live transport and the key functions all read this registry."""
+
+from __future__ import annotations
+
+import httpx
+
+from tauproxy.proxy.transport import Transport
+from tauproxy.wire_apis.base import WireApi
+from tauproxy.wire_apis.chat import ChatApi
+from tauproxy.wire_apis.messages import MessagesApi
+from tauproxy.wire_apis.responses import ResponsesApi
+from tauproxy.wire_apis.upstream import ByWireApi, PassThroughTransport
+
+WIRE_APIS: tuple[WireApi, ...] = (
+    ChatApi(),
+    ResponsesApi(),
+    MessagesApi(),
+)
+BY_NAME: dict[str, WireApi] = {api.name: api for api in WIRE_APIS}
+
+
+def wire_api(name: str) -> WireApi:
+    """The registered API of that name; KeyError naming the known ones otherwise."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no wire API {name!r} (known: {', '.join(BY_NAME)})") from None
+
+
+def live_transport(chat: Transport, client: httpx.Client | None = None) -> Transport:
+    """The live transport for every registered API: `chat` (litellm) for chat completions, the
+    provider's own endpoint for the others (`client`, an httpx client, for tests or interception)."""
+    return ByWireApi(chat, PassThroughTransport(BY_NAME, client))

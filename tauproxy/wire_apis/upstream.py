@@ -1,0 +1,132 @@
+"""Reaching the providers: a pass-through over httpx for the wire APIs that have their own endpoint,
+and the one live transport serve (and in-process interception) hands the cache layer.
+
+`PassThroughTransport` posts a native call's body, as its client sent it (less `stream`), to the
+provider's own endpoint of its wire API (base.UpstreamEndpoint says where, and where its key comes
+from: serve's environment or the upstream map, never a client header). The answer is kept as text,
+byte for byte (Completion.raw_body), beside its chat-shaped view. Failures become the same
+ModelCallError litellm's do (proxy/live.py), so serve answers them alike: a timeout
+(upstream_timeout), no connection (upstream_unreachable), an error status passed on with its
+Retry-After, an answer that is not the API's JSON (upstream_malformed).
+
+`ByWireApi` sends a chat call to litellm and any other call through the pass-through.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping
+
+import httpx
+
+from tauproxy.data_model.call import ModelCall
+from tauproxy.data_model.completion import Completion
+from tauproxy.errors import ModelCallError
+from tauproxy.proxy.transport import Transport
+from tauproxy.redact import redact_text
+from tauproxy.wire_apis.base import UpstreamEndpoint, WireApi
+from tauproxy.wire_apis.json_body import compact_json
+
+DEFAULT_TIMEOUT_S = 120.0
+MAX_ERROR_CHARS = 400
+
+
+def upstream_url(endpoint: UpstreamEndpoint, api_base: str | None) -> str:
+    base = api_base or os.environ.get(endpoint.base_url_env) or endpoint.default_base_url
+    return base.rstrip("/") + endpoint.path
+
+
+def upstream_headers(endpoint: UpstreamEndpoint, api_key: str | None) -> dict[str, str]:
+    headers = {"content-type": "application/json", **endpoint.headers}
+    key = api_key or os.environ.get(endpoint.key_env)
+    if key:
+        headers[endpoint.auth_header] = f"Bearer {key}" if endpoint.auth_header == "authorization" else key
+    return headers
+
+
+def upstream_model(endpoint: UpstreamEndpoint, routed: str) -> str:
+    """A routed model name as the provider's endpoint knows it (without litellm's provider prefix)."""
+    if endpoint.provider_prefix and routed.startswith(endpoint.provider_prefix):
+        return routed[len(endpoint.provider_prefix) :]
+    return routed
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+
+
+class PassThroughTransport:
+    """Native calls (ModelCall.native) to their provider's own endpoint (module docstring)."""
+
+    def __init__(self, apis: Mapping[str, WireApi], client: httpx.Client | None = None) -> None:
+        self._apis = dict(apis)
+        self._client = client
+        self._lock = threading.Lock()
+
+    def _http(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client()
+            return self._client
+
+    def complete(self, call: ModelCall) -> Completion:
+        native = call.native
+        if native is None or native.api not in self._apis or self._apis[native.api].upstream is None:
+            raise ValueError(f"no pass-through upstream for a {call.api} call")
+        api = self._apis[native.api]
+        endpoint = api.upstream
+        assert endpoint is not None  # checked above
+        connection = call.connection
+        body = dict(native.body)
+        if call.upstream_model is not None:
+            body["model"] = upstream_model(endpoint, call.upstream_model)
+        url = upstream_url(endpoint, connection.api_base)
+        headers = {**native.headers, **upstream_headers(endpoint, connection.api_key)}
+        secrets = tuple(value for value in (connection.api_key, headers.get(endpoint.auth_header)) if value)
+        timeout = connection.timeout if connection.timeout is not None else DEFAULT_TIMEOUT_S
+        started = time.perf_counter()
+        try:
+            response = self._http().post(url, content=compact_json(body), headers=headers, timeout=timeout)
+        except httpx.TimeoutException:
+            message = f"{call.model}: no answer from {url} within {timeout:g} s"
+            raise ModelCallError(message, code="upstream_timeout") from None
+        except httpx.HTTPError as exc:
+            message = redact_text(f"{call.model}: {type(exc).__name__}: {_one_line(str(exc))}", secrets)
+            raise ModelCallError(message, code="upstream_unreachable") from None
+        latency = time.perf_counter() - started
+        text = response.text
+        if response.status_code >= 400:
+            message = redact_text(f"{call.model}: HTTP {response.status_code}: {_one_line(text)}", secrets)
+            raise ModelCallError(
+                message, status_code=response.status_code, retry_after=response.headers.get("retry-after")
+            )
+        try:
+            view = api.view(json.loads(text))
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise ModelCallError(f"{call.model}: malformed response: {exc}", code="upstream_malformed") from None
+        return Completion(body=view, source="live", latency_s=latency, raw_body=text)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+
+class ByWireApi:
+    """The live transport for calls of every wire API: chat to `chat`, the others to `native`."""
+
+    def __init__(self, chat: Transport, native: Transport) -> None:
+        self._chat = chat
+        self._native = native
+
+    def complete(self, call: ModelCall) -> Completion:
+        return (self._native if call.native is not None else self._chat).complete(call)
+
+    def close(self) -> None:
+        self._chat.close()
+        self._native.close()
