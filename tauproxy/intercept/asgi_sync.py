@@ -1,10 +1,12 @@
-"""A synchronous httpx transport that answers from an ASGI app run on a private event-loop thread.
+"""A synchronous transport that answers from an ASGI app run on a private event-loop thread.
 
-httpx ships `ASGITransport` for async clients only. A sync client (`openai.OpenAI`, `anthropic.Anthropic`)
-gets this one: each request is read whole, handed to httpx's own `ASGITransport` on a loop that one
-daemon thread runs for the whole intercept, and its answer is read whole before it is returned (the
-app answers a stream as one body too, so nothing is lost by buffering). The caller's thread only
-waits; no global is patched and no event loop of the caller's is touched.
+httpx (and httpx2) ship an `ASGITransport` for async clients only. A sync client (`openai.OpenAI`,
+`anthropic.Anthropic`) gets this one: each request is read whole, handed to the library's own
+`ASGITransport` on a loop that one daemon thread runs for the whole intercept, and its answer is read
+whole before it is returned (the app answers a stream as one body too, so nothing is lost by
+buffering). The caller's thread only waits; no global is patched and no loop of the caller's is touched.
+
+Written against the API httpx and httpx2 share, for the library module it is given (libraries.py).
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
+from types import ModuleType, TracebackType
 from typing import Any, TypeVar
-
-import httpx
 
 __all__ = ["LoopThread", "SyncASGITransport"]
 
@@ -44,21 +45,34 @@ class LoopThread:
         self._loop.close()
 
 
-class SyncASGITransport(httpx.BaseTransport):
-    """`httpx.ASGITransport` for sync clients: the app runs on `loop`."""
+class SyncASGITransport:
+    """The library's `ASGITransport`, for its sync clients: the app runs on `loop`."""
 
-    def __init__(self, asgi: httpx.ASGITransport, loop: LoopThread) -> None:
-        self._asgi = asgi
+    def __init__(self, http: ModuleType, app: Any, loop: LoopThread) -> None:
+        self._http = http
+        self._asgi = http.ASGITransport(app=app)
         self._loop = loop
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        inner = httpx.Request(request.method, request.url, headers=request.headers, content=request.read())
+    def handle_request(self, request: Any) -> Any:
+        http = self._http
+        inner = http.Request(request.method, request.url, headers=request.headers, content=request.read())
         status, headers, content = self._loop.run(self._answer(inner))
-        return httpx.Response(status, headers=headers, stream=httpx.ByteStream(content), request=request)
+        return http.Response(status, headers=headers, stream=http.ByteStream(content), request=request)
 
-    async def _answer(self, request: httpx.Request) -> tuple[int, httpx.Headers, bytes]:
+    async def _answer(self, request: Any) -> tuple[int, Any, bytes]:
         response = await self._asgi.handle_async_request(request)
         try:
             return response.status_code, response.headers, await response.aread()
         finally:
             await response.aclose()
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> SyncASGITransport:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()

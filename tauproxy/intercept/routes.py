@@ -11,8 +11,9 @@ routes (health, stats) are not model APIs and are refused too.
 from __future__ import annotations
 
 import json
+from types import ModuleType
+from typing import Any
 
-import httpx
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Match, Route
 
@@ -45,8 +46,9 @@ class ApiRoutes:
                 shown.append(f"{methods} {route.path}")
         return ", ".join(shown)
 
-    def refusal(self, request: httpx.Request) -> httpx.Response | None:
-        """None when a route takes `request`; else the 421 answer that says so."""
+    def refusal(self, http: ModuleType, request: Any) -> Any:
+        """None when a route takes `request` (of the library `http`: httpx or httpx2); else the 421
+        answer that says so."""
         if self.takes(request.method, request.url.path):
             return None
         error = HttpError(
@@ -57,4 +59,4 @@ class ApiRoutes:
             NOT_INTERCEPTED_CODE,
         )
         body = json.dumps(error.body(), separators=(",", ":")).encode("utf-8")
-        return httpx.Response(421, content=body, headers={"content-type": "application/json"}, request=request)
+        return http.Response(421, content=body, headers={"content-type": "application/json"}, request=request)

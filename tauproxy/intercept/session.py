@@ -5,8 +5,9 @@ has answers here with the same keys, sample identity, role recognition, run log,
 report, and the clients handed out share one cassette layer (one single flight, one session). Three
 ways in, all to that one app:
 
-    http_client()        an httpx.Client for sync SDK clients (the app on a private loop thread)
-    async_http_client()  an httpx.AsyncClient (the app on the caller's loop, via httpx.ASGITransport)
+    http_client()        a client for sync SDK clients (the app on a private loop thread), of httpx2
+                         when it is installed, else of httpx (libraries.py)
+    async_http_client()  an async one (the app on the caller's loop, via the library's ASGITransport)
     base_url / url       a uvicorn server on 127.0.0.1:<free port>, started on first use, for code
                          that builds its own client; stopped when the intercept closes
 
@@ -22,10 +23,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import httpx
-
 from tauproxy.errors import ConfigError
 from tauproxy.intercept.asgi_sync import LoopThread
+from tauproxy.intercept.libraries import http_library
 from tauproxy.intercept.local_server import LocalServer
 from tauproxy.intercept.routes import ApiRoutes
 from tauproxy.intercept.transports import AsyncInterceptTransport, InterceptState, InterceptTransport
@@ -78,7 +78,6 @@ class Intercept:
         self._built = build(config, out=_quiet)
         self._app = self._built.app.starlette()
         self._routes = ApiRoutes(self._app)
-        self._asgi = httpx.ASGITransport(app=self._app)
         self._state = InterceptState()
         self._lock = threading.Lock()
         self._loop: LoopThread | None = None
@@ -99,22 +98,27 @@ class Intercept:
         cache = self._built.service.cache
         return set(cache.recorded_keys) if cache is not None else set()
 
-    def http_client(self, **options: Any) -> httpx.Client:
-        """A new httpx.Client answering through the intercept (`options` go to httpx.Client)."""
-        return httpx.Client(transport=self.transport(), **options)
+    def http_client(self, library: str | None = None, **options: Any) -> Any:
+        """A new sync client answering through the intercept: an `httpx2.Client` when httpx2 is
+        installed (the anthropic SDK takes nothing else; the openai SDK takes either), else an
+        `httpx.Client`; `library="httpx"` or `"httpx2"` chooses. `options` go to the Client."""
+        http = http_library(library)
+        return http.Client(transport=self.transport(library), **options)
 
-    def async_http_client(self, **options: Any) -> httpx.AsyncClient:
-        """A new httpx.AsyncClient answering through the intercept (`options` go to httpx.AsyncClient)."""
-        return httpx.AsyncClient(transport=self.async_transport(), **options)
+    def async_http_client(self, library: str | None = None, **options: Any) -> Any:
+        """A new async client answering through the intercept (`httpx2.AsyncClient` or
+        `httpx.AsyncClient`, chosen as `http_client` chooses)."""
+        http = http_library(library)
+        return http.AsyncClient(transport=self.async_transport(library), **options)
 
-    def transport(self) -> httpx.BaseTransport:
-        """The sync transport, for an httpx.Client built with options of its own."""
+    def transport(self, library: str | None = None) -> InterceptTransport:
+        """The sync transport, for a Client of that library built with options of its own."""
         self._state.check()
-        return InterceptTransport(self._asgi, self._loop_thread(), self._routes, self._state)
+        return InterceptTransport(http_library(library), self._app, self._loop_thread(), self._routes, self._state)
 
-    def async_transport(self) -> httpx.AsyncBaseTransport:
+    def async_transport(self, library: str | None = None) -> AsyncInterceptTransport:
         self._state.check()
-        return AsyncInterceptTransport(self._asgi, self._routes, self._state)
+        return AsyncInterceptTransport(http_library(library), self._app, self._routes, self._state)
 
     @property
     def url(self) -> str:

@@ -32,8 +32,12 @@ def empty(tmp_path: Path) -> Path:
         ("GET", "http://anything/stats"),
     ],
 )
-def test_anything_but_a_model_api_path_is_refused_with_one_line(empty: Path, method: str, url: str) -> None:
-    with intercept(empty, "replay") as tp, tp.http_client() as client:
+@pytest.mark.parametrize("library", ["httpx", "httpx2"])
+def test_anything_but_a_model_api_path_is_refused_with_one_line(
+    empty: Path, method: str, url: str, library: str
+) -> None:
+    with intercept(empty, "replay") as tp, tp.http_client(library) as client:
+        assert type(client).__module__.split(".")[0] == library
         response = client.request(method, url)
     assert response.status_code == 421
     error = response.json()["error"]
@@ -76,6 +80,14 @@ def test_the_local_server_answers_on_loopback_until_the_intercept_closes(empty: 
         url = tp.url
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{url}/v1/models")
+
+
+def test_the_default_library_is_httpx2_where_installed_and_an_unknown_one_is_one_line(empty: Path) -> None:
+    with intercept(empty, "replay") as tp:
+        assert type(tp.http_client()).__module__.startswith("httpx2")
+        assert type(tp.async_http_client()).__module__.startswith("httpx2")
+        with pytest.raises(ConfigError, match="unknown HTTP library 'requests' \\(choose from: httpx, httpx2\\)"):
+            tp.http_client("requests")
 
 
 def test_a_closed_intercept_says_so(empty: Path) -> None:

@@ -1,4 +1,5 @@
-"""The openai SDK through `tauproxy.intercept`, sync and async and through the local base_url: chat
+"""The openai SDK through `tauproxy.intercept`, sync (httpx2 and legacy httpx clients) and async and
+through the local base_url: chat
 completions with and without tools, streamed and not, recorded live from the stub upstream on
 127.0.0.1, then replayed strictly with the upstream down: byte-identical bodies, equal parsed objects,
 and on whatever host the client addresses."""
@@ -34,6 +35,7 @@ def chat(text: str, **more: Any) -> dict[str, Any]:
 # name -> (how the client is made, request); each request is its own sample (no two are identical).
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "sync text": ("sync", chat("hello", seed=3)),
+    "sync text, legacy httpx client": ("sync httpx", chat("hello from httpx")),
     "sync tools": ("sync", chat("I am ada@example.com", tools=TOOLS)),
     "sync stream": ("sync", chat("hello, streamed", stream=True)),
     "sync stream tools": ("sync", chat("I am grace@example.com", tools=TOOLS, stream=True)),
@@ -53,7 +55,8 @@ def ask(tp: Intercept, how: str, request: dict[str, Any], base_url: str | None =
     if how == "base_url":
         client = openai.OpenAI(api_key="unused", base_url=tp.base_url, max_retries=0)
     else:
-        client = openai.OpenAI(api_key="unused", base_url=base_url, http_client=tp.http_client(), max_retries=0)
+        http_client = tp.http_client("httpx" if how == "sync httpx" else None)
+        client = openai.OpenAI(api_key="unused", base_url=base_url, http_client=http_client, max_retries=0)
     with client:
         raw = client.chat.completions.with_raw_response.create(**request)
         data = raw.http_response.read()
