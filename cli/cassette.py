@@ -122,8 +122,9 @@ def _find(cassette: "Cassette", ref: str) -> "CassetteEntry":
 
 
 def _print_message(index: int | str, message: dict[str, Any]) -> None:
-    _out.print(Text(f"[{index}] {message.get('role')}", style="bold"))
-    content = message.get("content")
+    # A Responses API input item may have no role: its type says what it is (function_call_output, ...).
+    _out.print(Text(f"[{index}] {message.get('role') or message.get('type')}", style="bold"))
+    content = message.get("content", message.get("output"))
     if content:
         _out.print(content if isinstance(content, str) else json.dumps(content), markup=False)
     for call in message.get("tool_calls") or []:
@@ -150,7 +151,7 @@ def _print_entry(entry: "CassetteEntry", request: dict[str, Any], response: dict
     structural = {"model", "messages", "tools", "tool_choice"}
     params = ", ".join(f"{k}={json.dumps(v)}" for k, v in request.items() if k not in structural)
     _out.rule(Text(f"request: {request.get('model')}  {params}".strip()))
-    tools = [str((t.get("function") or {}).get("name")) for t in request.get("tools") or []]
+    tools = [str((t.get("function") or t).get("name")) for t in request.get("tools") or []]  # chat or Responses shape
     if tools:
         _out.print(Text(f"tools: {', '.join(tools)}  tool_choice: {request.get('tool_choice')}", style="dim"))
     for index, message in enumerate(request["messages"]):

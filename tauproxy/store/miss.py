@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tauproxy.data_model.call import CallRole
-from tauproxy.data_model.key import TrialScope, message_hash, request_key, sample_key, seed_of
+from tauproxy.data_model.key import TrialScope, message_hash, request_key, sample_key, seed_of, wire_api_of
 from tauproxy.errors import CallSummary, ReplayMiss
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.diff import request_differences
@@ -61,7 +61,8 @@ def nearest_entry(
     """The recorded call this request most likely meant to match, judged by content.
 
     The same request recorded as another sample first (same key: another seed, scope or
-    occurrence); else, among calls of the same role (of any role if there are none), the longest
+    occurrence); else, among calls of the same wire API (chat, responses, ...) and role (of any
+    role if there are none), the longest
     common message prefix, then the same model, the same task and trial, the same call index, and
     the closest message count. The call index only breaks ties: under `serve` it counts a whole
     server's calls, not a conversation's. None for an empty cassette.
@@ -72,13 +73,16 @@ def nearest_entry(
     same_key = cassette.by_key(request_key(wire_request))
     if same_key:
         return next((e for e in same_key if (e.task_id, e.trial) == (task_id, trial)), same_key[0])
+    api = wire_api_of(wire_request)
     hashes = [message_hash(m) for m in wire_request.get("messages") or []]
     # The request's chain as a v2 cassette names it (full references) and as v3 does (short ones).
     depths = {node: index + 1 for index, (node, _, _) in enumerate(chain_nodes(hashes))}
     depths.update({node: index + 1 for index, (node, _, _) in enumerate(chain_refs([short_ref(h) for h in hashes]))})
     model = wire_request.get("model")
     for wanted_role in (role, None):
-        candidates = cassette.reader.near(wanted_role, task_id, trial, model, list(depths))
+        near = cassette.reader.near(wanted_role, task_id, trial, model, list(depths))
+        # A call of another wire API is never the one meant: its request has another shape.
+        candidates = [e for e in near if wire_api_of(e.request.params) == api]
         if candidates:
             return max(
                 candidates,

@@ -28,6 +28,16 @@ def wire_api(name: str) -> WireApi:
         raise KeyError(f"no wire API {name!r} (known: {', '.join(BY_NAME)})") from None
 
 
+def api_for_path(path: str) -> WireApi | None:
+    """The API whose POST route `path` is, whole or as the tail of a URL path
+    ("/openai/v1/responses", a base URL's path plus the route); None if none is."""
+    path = "/" + path.strip("/")
+    for api in WIRE_APIS:
+        if any(path == route or path.endswith(route) for route in api.paths):
+            return api
+    return None
+
+
 def live_transport(chat: Transport, client: httpx.Client | None = None) -> Transport:
     """The live transport for every registered API: `chat` (litellm) for chat completions, the
     provider's own endpoint for the others (`client`, an httpx client, for tests or interception)."""
