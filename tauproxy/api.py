@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -34,7 +34,6 @@ from tauproxy.data_model.result import Results
 from tauproxy.engine.agent import AgentPrompt
 from tauproxy.engine.llm_config import LLMConfig
 from tauproxy.errors import ConfigError
-from tauproxy.intercept import Intercept, intercept
 from tauproxy.proxy.modes import RecordMode, parse_record_mode
 from tauproxy.reports.compare import SideBySide, side_by_side
 from tauproxy.reports.costs import CostSummary
@@ -48,6 +47,13 @@ from tauproxy.runner.executor import RunStop
 from tauproxy.runner.prepared import ProgressCallback
 from tauproxy.runner.run import execute
 from tauproxy.validation import first_problem
+
+if TYPE_CHECKING:
+    from tauproxy.intercept import Intercept, intercept
+
+# Loaded on first use (`__getattr__`): they bring serve's app (Starlette, uvicorn, httpx), which a
+# script that only runs and reports should not pay for at import.
+_FROM_INTERCEPT = frozenset({"Intercept", "intercept"})
 
 __all__ = [
     "AgentPrompt",
@@ -74,6 +80,14 @@ __all__ = [
     "trial_rows",
     "write_csv",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_INTERCEPT:
+        import tauproxy.intercept
+
+        return getattr(tauproxy.intercept, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class RunReport(BaseModel):

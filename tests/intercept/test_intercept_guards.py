@@ -126,3 +126,17 @@ def test_an_upstream_route_it_cannot_read_is_one_line(empty: Path) -> None:
     with pytest.raises(ConfigError, match="model 'gpt-x' holds an api_key; name an environment variable") as caught:
         intercept(empty, "replay", upstream={"gpt-x": {"api_key": "sk-no"}})
     assert "\n" not in str(caught.value)
+
+
+def test_the_python_api_exports_intercept_without_loading_it_at_import() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, tauproxy.api as api; loaded = 'uvicorn' in sys.modules; "
+        "from tauproxy.api import ConnectionSettings, Intercept, intercept; "
+        "from tauproxy.intercept import intercept as direct; "
+        "print(loaded, intercept is direct, Intercept.__name__, ConnectionSettings.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", "Intercept", "ConnectionSettings"]
