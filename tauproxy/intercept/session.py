@@ -183,7 +183,11 @@ def _resolved(mode: RecordMode, cassette: Path | str | None) -> RecordMode:
         )
     if mode is RecordMode.ONCE:
         # Decided once, now: an intercept that flipped to replay midway would surprise its clients.
-        return mode.resolved(Cassette.open(Path(cassette)).is_empty())
+        opened = Cassette.open(Path(cassette))
+        try:
+            return mode.resolved(opened.is_empty())
+        finally:
+            opened.close()
     return mode
 
 
