@@ -89,7 +89,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
         sent = stub.request_count
         upstream_keys = {headers.get("authorization") for headers in stub.request_headers}
         stub.stop()
-        with intercept(cassette, "replay") as tp:
+        run_log = cassette.parent / "replay.runlog.jsonl"
+        with intercept(cassette, "replay", run_log=run_log) as tp:
             replayed = {name: ask(tp, how, request) for name, (how, request) in CASES.items()}
             elsewhere = ask(tp, "sync", CASES["sync tools"][1], base_url="https://gateway.example.com/v1")
             replay_stats = tp.stats.snapshot()
@@ -102,6 +103,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
             "replay_stats": replay_stats,
             "sent": sent,
             "upstream_keys": upstream_keys,
+            "run_log": run_log.read_text(),
         }
 
 
@@ -166,3 +168,12 @@ def test_rewrite_keeps_only_the_calls_this_session_made(tmp_path: Path) -> None:
 
 def entry_text(cassette: Any, entry: Any) -> str:
     return str(cassette.request_of(entry)["messages"][0]["content"])
+
+
+def test_the_run_log_has_a_line_per_call_as_serve_writes_it(recorded: dict[str, Any]) -> None:
+    from tauproxy.results.run_log import parse_run_log
+
+    lines = parse_run_log(recorded["run_log"])
+    assert len(lines) == len(CASES) + 1
+    assert {line.source for line in lines} == {"replay"} and {line.model for line in lines} == {"gpt-stub"}
+    assert {line.role for line in lines} == {"agent"}
