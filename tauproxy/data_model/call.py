@@ -94,14 +94,13 @@ class NativeRequest:
     """A request of a wire API other than chat completions, as its client sent it.
 
     `api` names the wire API ("responses", "messages"); `body` is the client's body without
-    connection settings and with the stream flag off: what a pass-through upstream is sent. The
-    call's `wire` is its keyed, chat-shaped form (tauproxy/wire_apis/ says field by field).
+    connection settings and with the stream flag off: what a pass-through upstream is sent, with
+    `headers`, the few request headers its API passes on (an API version the client named; never a
+    key). The call's `wire` is its keyed, chat-shaped form (tauproxy/wire_apis/ says field by field).
     """
 
     api: str
     body: dict[str, Any]
-    # Request headers that are part of the request and go upstream with it (the Messages API's
-    # anthropic-version and anthropic-beta); never a credential: keys come from serve's environment.
     headers: dict[str, str] = field(default_factory=dict)
 
 

@@ -3,7 +3,8 @@
     POST /v1/chat/completions   OpenAI chat completions, record/replay (see completions); `stream:
                                 true` answers as SSE
     POST /v1/responses          the OpenAI Responses API, likewise (its event sequence when streamed)
-    GET  /v1/responses/{id}     a response this server answered or the cassette holds (404 otherwise)
+    GET  /v1/responses/{id}     a response this server answered or the cassette holds (404 otherwise);
+                                `?stream=true[&starting_after=N]` gives its events (a resumed stream)
     POST /v1/messages           Anthropic's Messages API, likewise; its errors in Anthropic's shape
     GET  /v1/models             the upstream map's names plus every model in the cassette
 
@@ -50,6 +51,7 @@ from tauproxy.wire_apis.base import RequestRejected, WireApi
 from tauproxy.wire_apis.json_body import parse_json_object
 from tauproxy.wire_apis.registry import WIRE_APIS
 from tauproxy.wire_apis.responses import NAME as RESPONSES
+from tauproxy.wire_apis.responses import stored_answer
 
 
 def json_response(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
@@ -202,7 +204,12 @@ class ServeApp:
         body = self.service.recorded_answer(RESPONSES, response_id)
         if body is None:
             raise HttpError(404, f"no response {response_id!r} was answered by this server or is in its cassette")
-        return Response(body.encode("utf-8"), media_type="application/json")
+        query = request.query_params
+        after = query.get("starting_after")
+        if after is not None and not after.lstrip("-").isdigit():
+            raise HttpError(400, f"'starting_after' must be an integer, got {after!r}")
+        answer = stored_answer(body, query.get("stream") == "true", int(after) if after is not None else None)
+        return Response(answer.content, media_type=answer.media_type, headers=answer.headers or None)
 
     async def _read_body(self, request: Request) -> bytes:
         """The body within the size limit (413) and the read timeout (408; the headers had theirs)."""

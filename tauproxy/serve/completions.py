@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import functools
 import sys
-import threading
 import time
-from collections import OrderedDict
 from typing import Any
 
-from tauproxy.data_model.call import CallRole, CallSource, ModelCall
+from tauproxy.data_model.call import CallRole, CallSource, ModelCall, NativeRequest
 from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.key import (
     Occurrences,
@@ -46,6 +44,7 @@ from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.recorder import CassetteTransport
 from tauproxy.proxy.transport import Transport
 from tauproxy.results.fingerprint import request_fingerprints, system_sha256, wire_fingerprint
+from tauproxy.serve.answered import AnsweredBodies
 from tauproxy.serve.config import UpstreamMap
 from tauproxy.serve.errors import HttpError
 from tauproxy.serve.roles import recognise_role
@@ -88,41 +87,40 @@ class CompletionService:
         self._answered = AnsweredBodies()
         self._off_loop = OffLoop(MAX_WORKERS)
 
-    def identify(self, body: dict[str, Any], scope: TrialScope | None, role: CallRole) -> ModelCall:
-        """identify_request for a chat-completions body."""
-        return self.identify_request(CHAT.request(body), scope, role)
-
-    def identify_request(self, request: ApiRequest, scope: TrialScope | None, role: CallRole) -> ModelCall:
-        """Key the request; with a scope, claim its occurrence in that scope now, in arrival order.
+    def identify(
+        self, body: dict[str, Any], scope: TrialScope | None, role: CallRole, native: NativeRequest | None = None
+    ) -> ModelCall:
+        """Key the request (a chat body, or another wire API's keyed form with its `native` request);
+        with a scope, claim its occurrence in that scope now, in arrival order.
 
         Without one (serve/identity.py), identical requests are one sample: nothing depends on
         arrival order or on what this process served before.
         """
-        wire = without_connection_settings(request.keyed)
+        wire = without_connection_settings(body)
         if scope is None:
             identity, call_index = identify_unscoped(wire)
         else:
             identity, call_index = identify(wire, scope, self.occurrences)
-        route = self.routes.route(request.model)
+        route = self.routes.route(str(wire["model"]))
         return ModelCall(
             wire,
             identity,
             role,
             call_index,
             connection=route.connection(),
-            upstream_model=route.litellm_model(request.model),
-            native=request.native,
+            upstream_model=route.litellm_model(str(wire["model"])),
+            native=native,
         )
 
     async def complete(self, body: dict[str, Any], scope: TrialScope | None, role: CallRole | None) -> dict[str, Any]:
         """The chat.completion body for a chat-completions `body`, or an HttpError to send instead."""
-        return (await self.answer(CHAT.request(body), scope, role)).body
+        return (await self.answer(CHAT.request(body, {}), scope, role)).body
 
     async def answer(self, request: ApiRequest, scope: TrialScope | None, role: CallRole | None) -> Completion:
         """The answer to `request` (its `raw_body` set for APIs answered in their own shape), or an
         HttpError to send instead."""
         started = time.perf_counter()
-        call = self.identify_request(request, scope, role or recognise_role(request.conversation))
+        call = self.identify(request.keyed, scope, role or recognise_role(request.conversation), request.native)
         self.stats.request(call.model)
         try:
             completion = self.cache.replay(call) if self.cache is not None else None
@@ -226,31 +224,6 @@ class CompletionService:
                 system_sha256=system_sha256(messages),
             )
         )
-
-
-class AnsweredBodies:
-    """The latest answers served in their API's own shape, by (API, response id): what a client that
-    fetches a response it was just given (GET /v1/responses/{id}) asks for. Bounded; thread-safe."""
-
-    LIMIT = 4_096
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._bodies: OrderedDict[tuple[str, str], str] = OrderedDict()
-
-    def remember(self, api: str, completion: Completion) -> None:
-        response_id = completion.body.get("id")
-        if not isinstance(response_id, str) or completion.raw_body is None:
-            return
-        with self._lock:
-            self._bodies[(api, response_id)] = completion.raw_body
-            self._bodies.move_to_end((api, response_id))
-            if len(self._bodies) > self.LIMIT:
-                self._bodies.popitem(last=False)
-
-    def get(self, api: str, response_id: str) -> str | None:
-        with self._lock:
-            return self._bodies.get((api, response_id))
 
 
 def upstream_http_error(exc: ModelCallError) -> HttpError:

@@ -3,7 +3,8 @@
 UTF-8, one JSON object per line, append-only, keys sorted, compact separators. Four kinds of line:
 
     {"t":"msg","h":HASH,"m":MESSAGE}      one canonical wire message; HASH = key.message_hash(MESSAGE)
-    {"t":"blob","h":HASH,"v":VALUE}       one tools list; HASH = key.blob_hash(VALUE)
+    {"t":"blob","h":HASH,"v":VALUE}       one tools list, a raw reply, or (a JSON string) an answer
+                                          body as its upstream sent it; HASH = key.blob_hash(VALUE)
     {"t":"node","p":PREV,"m":M}           one link of a message chain, named key.blob_hash({"p":PREV,"m":M})
     {"t":"call", ...CassetteEntry}        one sample; its request and reply name their content by hash
 
@@ -33,7 +34,8 @@ gzip, which is how git stores a cassette, a 64-hex key is 32 bytes per call that
 each field that changes from line to line costs bytes too; v3 was 0.64 of vcrpy's size on mock.
 3 is 4 with those fields written (the key in full, nulls, zeros; node lines with `h`), with short
 references: every reference (`h`, a node's `p` and `m`, a call's `request.chain`, `request.tools`,
-`response.message` and `response.raw`) is the first REF_LEN (16) hex digits of the content's sha256.
+`response.message`, `response.raw` and `response.body`) is the first REF_LEN (16) hex digits of the
+content's sha256.
 2 wrote full 64-hex references and the sample key; 1 listed one message hash per message in
 `request.messages`. All are still read, and compact, prune and merge rewrite them as v4; a file may
 mix versions (a union merge of a branch that upgraded with one that did not).
@@ -47,6 +49,12 @@ reports the reference as ambiguous and every call using it as unusable (so it is
 a writer that sees such a clash in its own cassette writes that content with its full 64-hex hash.
 A node's hash covers the references as written, so a v3 chain and a v2 chain of the same messages are
 different nodes (compact converges them).
+
+Calls of the wire APIs other than chat completions (tauproxy/wire_apis/: the Responses API, ...) are
+call lines like any other: their keyed, chat-shaped request (input items as the message chain, the
+API's name in `request.params.tauproxy_wire_api`), the reply's chat-shaped view as `response.message`,
+and `response.body`, a blob holding the answer body exactly as the upstream sent it, which a replay
+answers. Chat call lines never carry `response.body`, so they are written exactly as before.
 
 Lines are split on b"\\n" only: canonical JSON escapes newlines inside strings, but it leaves U+2028
 and friends raw, which `str.splitlines` would wrongly treat as line ends.

@@ -8,11 +8,13 @@ run log, one pricing. So an API has to say only this:
     name, paths        its name ("chat", "responses", ...) and the POST paths serve answers it on
                        (with and without /v1); serve's routes are made from the registry
                        (registry.py), one handler for all
-    request(body)      the checked request (a one-line RequestRejected otherwise) as an ApiRequest:
+    request(body, headers)
+                       the checked request (a one-line RequestRejected otherwise) as an ApiRequest:
                        its keyed form, whether the client asked for a stream, a chat-shaped view of
                        its conversation, and what a pass-through upstream is sent
     answer(...)        the bytes a client gets for an answer, streamed (SSE, the event sequence the
                        real API sends) or not
+    error_body(...)    an error answer in the API's own shape, or None for serve's (OpenAI's)
     view(answer)       a chat.completion-shaped view of an answer in the API's own shape: the reply
                        and usage every report, fingerprint and price reads
     upstream           how to reach the provider's own endpoint (None: chat, sent through litellm)
@@ -108,9 +110,12 @@ class WireApi(Protocol):
     @property
     def upstream(self) -> UpstreamEndpoint | None: ...
 
-    def request(self, body: Any, headers: Mapping[str, str] | None = None) -> ApiRequest:
-        """The checked request of a parsed JSON body and the request's headers (an API may need one,
-        as the Messages API needs `anthropic-version`), or RequestRejected naming what is wrong."""
+    def request(self, body: Any, headers: Mapping[str, str]) -> ApiRequest:
+        """The checked request of a parsed JSON body, or RequestRejected naming what is wrong.
+
+        `headers` are the client's request headers (case-insensitive, as Starlette and httpx give
+        them); an API reads only the few its wire format defines (an API version), never a key.
+        """
         ...
 
     def answer(self, request: ApiRequest, completion: Completion) -> WireAnswer:

@@ -22,6 +22,7 @@ from tauproxy.wire_apis.json_body import compact_json, require_model, require_st
 
 SSE = "text/event-stream"
 NO_CACHE = {"Cache-Control": "no-cache"}
+NO_HEADERS: Mapping[str, str] = {}  # chat completions and the Responses API read no request header
 
 
 def check_chat_request(body: Any) -> dict[str, Any]:
@@ -67,7 +68,7 @@ class ChatApi:
     paths = ("/v1/chat/completions", "/chat/completions")  # the latter: clients whose base lacks /v1
     upstream: UpstreamEndpoint | None = None  # litellm
 
-    def request(self, body: Any, headers: Mapping[str, str] | None = None) -> ApiRequest:
+    def request(self, body: Any, headers: Mapping[str, str] = NO_HEADERS) -> ApiRequest:
         checked = check_chat_request(body)
         return ApiRequest(
             api=self.name,

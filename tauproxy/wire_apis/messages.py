@@ -5,7 +5,7 @@ and the body; one line per problem, answered 400 in Anthropic's own error shape,
 keyed (`keyed_request`), seen as a chat conversation (`chat_messages`, `chat_reply`, `view`) for
 role recognition, the run log, pricing, reports and the miss report, and sent to the provider's
 own endpoint by the pass-through (upstream.py). The answer is kept as the bytes the upstream sent,
-so a replay is byte-identical to the live answer; `stream_body` builds the `stream: true` answer
+so a replay is byte-identical to the live answer; messages_stream.py builds the `stream: true` answer
 from that one non-streamed answer, so a live stream and its replay are the same events.
 
 The keyed form (what key.request_key hashes; chat-shaped, so the cassette's message chains and the
@@ -53,7 +53,6 @@ else ANTHROPIC_API_KEY; never from a client's header. The client's `anthropic-ve
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -68,6 +67,7 @@ from tauproxy.data_model.wire import completion_body
 from tauproxy.validation import first_problem
 from tauproxy.wire_apis.base import ApiRequest, RequestRejected, UpstreamEndpoint, WireAnswer
 from tauproxy.wire_apis.chat import NO_CACHE, SSE
+from tauproxy.wire_apis.messages_stream import stream_body
 
 __all__ = [
     "BETA_HEADER",
@@ -88,8 +88,6 @@ __all__ = [
     "keyed_request",
     "parse_reply",
     "read_headers",
-    "stream_body",
-    "stream_events",
     "usage_of",
 ]
 
@@ -444,73 +442,6 @@ def chat_view(answer: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-# ---- the stream ---------------------------------------------------------------------------------
-
-StreamEvent = tuple[str, dict[str, Any]]
-
-
-def _block_events(index: int, block: dict[str, Any]) -> list[StreamEvent]:
-    """content_block_start, its deltas and content_block_stop for one block, as the real API sends
-    them: a text, tool input or thinking block starts empty and is filled by deltas; any other type
-    starts whole."""
-    kind = block.get("type")
-    deltas: list[dict[str, Any]] = []
-    start = dict(block)
-    if kind == "text":
-        start["text"] = ""
-        citations = start.pop("citations", None) or []
-        if block.get("text"):
-            deltas.append({"type": "text_delta", "text": block["text"]})
-        deltas.extend({"type": "citations_delta", "citation": citation} for citation in citations)
-    elif kind in ("tool_use", "server_tool_use"):
-        start["input"] = {}
-        deltas.append({"type": "input_json_delta", "partial_json": json.dumps(block.get("input") or {})})
-    elif kind == "thinking":
-        start["thinking"], start["signature"] = "", ""
-        if block.get("thinking"):
-            deltas.append({"type": "thinking_delta", "thinking": block["thinking"]})
-        if block.get("signature"):
-            deltas.append({"type": "signature_delta", "signature": block["signature"]})
-    events: list[StreamEvent] = [("content_block_start", {"index": index, "content_block": start})]
-    events.extend(("content_block_delta", {"index": index, "delta": delta}) for delta in deltas)
-    events.append(("content_block_stop", {"index": index}))
-    return events
-
-
-def stream_events(reply: MessagesReply) -> list[StreamEvent]:
-    """The events the real API streams for `reply`: message_start (the message without content, stop
-    reason or output tokens), a ping, each block, message_delta (stop reason and the final usage),
-    message_stop. The anthropic SDK's stream helpers assemble the same message from them."""
-    message = reply.model_dump(mode="json", exclude_unset=True)
-    content, usage = message.pop("content"), message.pop("usage", {})
-    delta = {"stop_reason": message.pop("stop_reason", None), "stop_sequence": message.pop("stop_sequence", None)}
-    for name in ("stop_details", "container"):  # set by message_delta in the SDK's assembly
-        if name in message:
-            delta[name] = message.pop(name)
-    start = {
-        **message,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {**usage, "output_tokens": 0},
-    }
-    events: list[StreamEvent] = [("message_start", {"message": start}), ("ping", {})]
-    for index, block in enumerate(content):
-        events.extend(_block_events(index, block))
-    events.append(("message_delta", {"delta": delta, "usage": usage}))
-    events.append(("message_stop", {}))
-    return events
-
-
-def stream_body(reply: MessagesReply) -> bytes:
-    """`stream_events` as one text/event-stream body: `event: <type>` and `data: <json>` per event."""
-    lines = []
-    for kind, data in stream_events(reply):
-        payload = json.dumps({"type": kind, **data}, ensure_ascii=False, separators=(",", ":"))
-        lines.append(f"event: {kind}\ndata: {payload}\n\n")
-    return "".join(lines).encode("utf-8")
-
-
 # ---- the wire API -------------------------------------------------------------------------------
 
 
@@ -521,8 +452,8 @@ class MessagesApi:
     paths = ("/v1/messages", "/messages")
     upstream: UpstreamEndpoint | None = UPSTREAM
 
-    def request(self, body: Any, headers: Mapping[str, str] | None = None) -> ApiRequest:
-        checked = check_request(body, headers or {})
+    def request(self, body: Any, headers: Mapping[str, str]) -> ApiRequest:
+        checked = check_request(body, headers)
         sent = {name: value for name, value in checked.body.items() if name not in _DELIVERY_FIELDS}
         return ApiRequest(
             api=self.name,
@@ -538,7 +469,8 @@ class MessagesApi:
         if raw is None:  # recorded by another API's client: nothing to answer it with
             raise ValueError("this answer was recorded without its Messages API body")
         if request.stream:
-            return WireAnswer(stream_body(parse_reply(raw)), SSE, NO_CACHE)
+            reply = parse_reply(raw)  # checked, with every field it has: the stream carries them all
+            return WireAnswer(stream_body(reply.model_dump(mode="json", exclude_unset=True)), SSE, NO_CACHE)
         return WireAnswer(raw.encode("utf-8"), "application/json")
 
     def view(self, answer: dict[str, Any]) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.key import WIRE_API_PARAM, canonical_arguments, without_connection_settings
 from tauproxy.data_model.wire import completion_body, usage_from_wire
 from tauproxy.wire_apis.base import ApiRequest, RequestRejected, UpstreamEndpoint, WireAnswer
-from tauproxy.wire_apis.chat import NO_CACHE, SSE
+from tauproxy.wire_apis.chat import NO_CACHE, NO_HEADERS, SSE
 from tauproxy.wire_apis.json_body import compact_json, require_model, require_stream_flag
 from tauproxy.wire_apis.responses_stream import response_events
 
@@ -80,6 +80,9 @@ def check_responses_request(body: Any) -> dict[str, Any]:
     previous = body.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
         raise RequestRejected("'previous_response_id' must be a string")
+    if body.get("background") not in (None, False):
+        # A background response is polled for until done; only a finished answer can be recorded.
+        raise RequestRejected("'background' responses are not supported by tauproxy serve")
     require_stream_flag(body)
     if WIRE_API_PARAM in body:
         raise RequestRejected(f"'{WIRE_API_PARAM}' is reserved by tauproxy")
@@ -175,10 +178,22 @@ def chat_usage(usage: Any) -> dict[str, Any] | None:
 
 def sse_events(response: dict[str, Any]) -> bytes:
     """The answer as the SSE body the API streams: `event:` and `data:` lines per event."""
-    return b"".join(
-        b"event: " + event["type"].encode() + b"\ndata: " + compact_json(event) + b"\n\n"
-        for event in response_events(response)
-    )
+    return b"".join(sse_event(event) for event in response_events(response))
+
+
+def stored_answer(raw: str, stream: bool, starting_after: int | None = None) -> WireAnswer:
+    """A stored response as `GET /v1/responses/{id}` answers it: its bytes, or with `stream` its
+    event sequence, from the event after `starting_after` (how a client resumes a stream)."""
+    if not stream:
+        return WireAnswer(raw.encode("utf-8"), "application/json")
+    first = -1 if starting_after is None else starting_after
+    events = [event for event in response_events(json.loads(raw)) if event["sequence_number"] > first]
+    return WireAnswer(b"".join(sse_event(event) for event in events), SSE, NO_CACHE)
+
+
+def sse_event(event: dict[str, Any]) -> bytes:
+    kind = str(event["type"])
+    return b"event: " + kind.encode() + b"\ndata: " + compact_json(event) + b"\n\n"
 
 
 class ResponsesApi:
@@ -194,7 +209,7 @@ class ResponsesApi:
         provider_prefix="openai/",
     )
 
-    def request(self, body: Any, headers: Mapping[str, str] | None = None) -> ApiRequest:
+    def request(self, body: Any, headers: Mapping[str, str] = NO_HEADERS) -> ApiRequest:
         checked = check_responses_request(body)
         sent = {name: value for name, value in checked.items() if name not in DELIVERY_FIELDS}
         return ApiRequest(

@@ -32,6 +32,8 @@ from tauproxy.wire_apis.json_body import compact_json
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_ERROR_CHARS = 400
+# Never passed on from a client, whatever an API lists: the upstream's key is serve's own.
+KEY_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
 
 
 def upstream_url(endpoint: UpstreamEndpoint, api_base: str | None) -> str:
@@ -85,7 +87,8 @@ class PassThroughTransport:
         if call.upstream_model is not None:
             body["model"] = upstream_model(endpoint, call.upstream_model)
         url = upstream_url(endpoint, connection.api_base)
-        headers = {**native.headers, **upstream_headers(endpoint, connection.api_key)}
+        passed_on = {name: value for name, value in native.headers.items() if name.lower() not in KEY_HEADERS}
+        headers = {**passed_on, **upstream_headers(endpoint, connection.api_key)}
         secrets = tuple(value for value in (connection.api_key, headers.get(endpoint.auth_header)) if value)
         timeout = connection.timeout if connection.timeout is not None else DEFAULT_TIMEOUT_S
         started = time.perf_counter()

@@ -11,7 +11,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anthropic
 import httpx2
@@ -24,8 +24,10 @@ from tauproxy.proxy.pricing import ModelPrice, Pricing
 from tauproxy.serve.app import ServeApp
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.config import UpstreamMap, UpstreamRoute
+from tauproxy.serve.roles import recognise_role, tau2_markers
 from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
+from tauproxy.wire_apis.messages import MessagesApi
 from tauproxy.wire_apis.registry import live_transport
 
 KEY_ENV = "STUB_ANTHROPIC_KEY"
@@ -79,7 +81,7 @@ def app_over(cassette: Path, mode: RecordMode, stub_url: str | None, run_log: Pa
     return ServeApp(service, auth_token=None, max_body_bytes=1 << 20, read_timeout_s=30, model_names=list, describe={})
 
 
-T = Any
+T = TypeVar("T")
 
 
 def over_app(app: ServeApp, work: Callable[[anthropic.AsyncAnthropic, httpx2.AsyncClient], Awaitable[T]]) -> T:
@@ -143,6 +145,8 @@ class Recorded:
     run_log: Path
     record_app: ServeApp
     replay_app: ServeApp
+    replay_log: list[dict[str, Any]]  # the replay's run log and stats, before any other test adds to them
+    replay_stats: dict[str, Any]
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +161,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
             requests, headers = list(stub.requests), list(stub.headers)
         replay_app = app_over(cassette, RecordMode.REPLAY, None, run_log)
         replayed = ask_all(replay_app)
-        yield Recorded(live, replayed, requests, headers, cassette, run_log, record_app, replay_app)
+        log = [json.loads(line) for line in run_log.read_text().splitlines()]
+        stats = replay_app.service.stats.snapshot()
+        yield Recorded(live, replayed, requests, headers, cassette, run_log, record_app, replay_app, log, stats)
 
 
 def test_each_call_went_live_once_with_the_servers_key_and_never_the_clients(recorded: Recorded) -> None:
@@ -189,14 +195,23 @@ def test_a_non_streamed_answer_is_the_upstreams_bytes_and_a_stream_assembles_to_
     assert after.message["content"][0]["text"].startswith('The tool said: {"status": "shipped"}')
 
 
+def test_an_answer_recorded_whole_replays_as_a_stream_of_the_same_message(recorded: Recorded) -> None:
+    async def work(sdk: anthropic.AsyncAnthropic, plain: httpx2.AsyncClient) -> dict[str, Any]:
+        async with sdk.messages.stream(**full_body(CALLS["tool ask"])) as stream:
+            return (await stream.get_final_message()).model_dump()
+
+    # Its stream is built from the one recorded answer, so stream and plain key (and answer) alike.
+    assert over_app(recorded.replay_app, work) == recorded.live["tool ask"].message
+
+
 def test_the_run_log_stats_and_cost_count_messages_calls(recorded: Recorded) -> None:
-    lines = [json.loads(line) for line in recorded.run_log.read_text().splitlines()]
+    lines = recorded.replay_log
     assert len(lines) == 2 * len(CALLS)  # the plain client's and the SDK's call of each
     assert {line["source"] for line in lines} == {"replay"}
     assert {line["model"] for line in lines} == {"claude-stub"}
     assert all(line["usage"]["prompt_tokens"] > 0 and line["cost_usd"] > 0 for line in lines)
     assert all(line["response_fp"] is not None and line["system_sha256"] is not None for line in lines)
-    stats = recorded.replay_app.service.stats.snapshot()
+    stats = recorded.replay_stats
     assert (stats["hits"], stats["misses"], stats["live"]) == (2 * len(CALLS), 0, 0)
     assert stats["saved_cost_usd"] > 0
 
@@ -237,3 +252,17 @@ def test_a_request_without_the_version_header_is_anthropics_400(recorded: Record
         "type": "error",
         "error": {"type": "invalid_request_error", "message": "anthropic-version: header is required"},
     }
+
+
+@pytest.mark.parametrize("as_blocks", [False, True], ids=["system string", "system blocks"])
+def test_a_messages_system_prompt_names_the_callers_role(as_blocks: bool) -> None:
+    markers = tau2_markers().get("user")
+    if not markers:
+        pytest.skip("needs the tau2 extra: role markers are read from its installed files")
+    system: Any = f"{markers[0]}\nBe a customer."
+    if as_blocks:
+        system = [{"type": "text", "text": system}]
+    body = {"model": "m", "max_tokens": 5, "system": system, "messages": [{"role": "user", "content": "Hi"}]}
+    assert recognise_role(MessagesApi().request(body, VERSION).conversation) == "user"
+    body.pop("system")
+    assert recognise_role(MessagesApi().request(body, VERSION).conversation) == "agent"

@@ -91,6 +91,9 @@ async def session(app: ServeApp) -> dict[str, Any]:
         fetched = await http.get(f"/v1/responses/{tool.id}")
         assert fetched.status_code == 200, fetched.text
         got["fetched"] = fetched.content
+        got["retrieved"] = (await client.responses.retrieve(tool.id)).model_dump()
+        resumed = await client.responses.retrieve(tool.id, stream=True, starting_after=2)
+        got["resumed events"] = [event.model_dump(warnings=False) async for event in resumed]
     return got
 
 
@@ -136,6 +139,10 @@ def test_answers_are_the_upstream_bytes(runs: dict[str, Any]) -> None:
     assert body == json.dumps(parsed, indent=1).encode()  # the stub's own layout, not re-encoded
     assert parsed["stub_note"]  # a field no SDK type knows is kept
     assert runs["live"]["fetched"] == runs["live"]["tool call"]
+    assert runs["live"]["retrieved"] == runs["live"]["tool call parsed"]
+    resumed = runs["live"]["resumed events"]
+    assert [event["sequence_number"] for event in resumed][:2] == [3, 4]
+    assert resumed[-1]["type"] == "response.completed"
     call = runs["live"]["tool call parsed"]["output"][0]
     assert call["type"] == "function_call" and call["arguments"] == '{\n  "email": "ada@example.com" \n}'
 

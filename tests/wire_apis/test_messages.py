@@ -1,4 +1,4 @@
-"""The Messages API's pure parts: request checks, the key, the chat view, usage, the stream and the upstream."""
+"""The Messages API's pure parts: request checks, the keyed form, the chat view, usage, the stream, the API."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.key import WIRE_API_PARAM, request_key
 from tauproxy.wire_apis import messages as m
 from tauproxy.wire_apis.base import RequestRejected
+from tauproxy.wire_apis.messages_stream import stream_body, stream_events
 
 HEADERS = {"anthropic-version": "2023-06-01"}
 
@@ -290,9 +291,8 @@ def _sdk_over_stub() -> anthropic.Anthropic:
     The SDK sends through httpx2, its own fork of httpx, so its mock transport is httpx2's."""
 
     def handle(sent: httpx2.Request) -> httpx2.Response:
-        reply = m.parse_reply(json.dumps(REPLY).encode())
         if json.loads(sent.content).get("stream"):
-            return httpx2.Response(200, content=m.stream_body(reply), headers={"content-type": "text/event-stream"})
+            return httpx2.Response(200, content=stream_body(REPLY), headers={"content-type": "text/event-stream"})
         return httpx2.Response(200, json=REPLY)
 
     http_client = httpx2.Client(transport=httpx2.MockTransport(handle))
@@ -323,8 +323,7 @@ def test_the_stream_assembles_to_the_non_streamed_message_in_the_sdk() -> None:
 
 
 def test_the_stream_has_the_real_apis_event_sequence() -> None:
-    reply = m.parse_reply(json.dumps(REPLY).encode())
-    events = m.stream_events(reply)
+    events = stream_events(REPLY)
     assert [kind for kind, _ in events][:2] == ["message_start", "ping"]
     start = events[0][1]["message"]
     assert start["content"] == [] and start["stop_reason"] is None and start["usage"]["output_tokens"] == 0
@@ -334,33 +333,29 @@ def test_the_stream_has_the_real_apis_event_sequence() -> None:
     assert delta["usage"]["output_tokens"] == 30
     tool_start = [data for kind, data in events if kind == "content_block_start"][1]["content_block"]
     assert tool_start == {"type": "tool_use", "id": "toolu_2", "name": "cancel", "input": {}}
-    body = m.stream_body(reply).decode()
+    body = stream_body(REPLY).decode()
     assert body.startswith("event: message_start\ndata: {") and body.endswith(
         'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     )
 
 
 def test_thinking_and_unknown_blocks_stream_too() -> None:
-    reply = m.parse_reply(
-        json.dumps(
-            {
-                **REPLY,
-                "content": [
-                    {"type": "thinking", "thinking": "Let me see.", "signature": "sig"},
-                    {"type": "redacted_thinking", "data": "opaque"},
-                    {"type": "text", "text": "Done."},
-                ],
-                "stop_reason": "end_turn",
-            }
-        ).encode()
-    )
-    deltas = [data["delta"] for kind, data in m.stream_events(reply) if kind == "content_block_delta"]
+    reply = {
+        **REPLY,
+        "content": [
+            {"type": "thinking", "thinking": "Let me see.", "signature": "sig"},
+            {"type": "redacted_thinking", "data": "opaque"},
+            {"type": "text", "text": "Done."},
+        ],
+        "stop_reason": "end_turn",
+    }
+    deltas = [data["delta"] for kind, data in stream_events(reply) if kind == "content_block_delta"]
     assert deltas == [
         {"type": "thinking_delta", "thinking": "Let me see."},
         {"type": "signature_delta", "signature": "sig"},
         {"type": "text_delta", "text": "Done."},
     ]
-    starts = [data["content_block"] for kind, data in m.stream_events(reply) if kind == "content_block_start"]
+    starts = [data["content_block"] for kind, data in stream_events(reply) if kind == "content_block_start"]
     assert starts[1] == {"type": "redacted_thinking", "data": "opaque"}
 
 
@@ -385,4 +380,4 @@ def test_the_answer_is_the_recorded_bytes_or_the_stream_built_from_them() -> Non
     assert (plain.content, plain.media_type) == (raw.encode(), "application/json")
     streamed = api.answer(api.request(with_(stream=True), HEADERS), completion)
     assert streamed.media_type == "text/event-stream"
-    assert streamed.content == m.stream_body(m.parse_reply(raw))
+    assert streamed.content == stream_body(REPLY)

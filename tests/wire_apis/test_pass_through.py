@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 
 import httpx
 import pytest
 
-from tauproxy.data_model.call import ConnectionSettings, ModelCall
+from tauproxy.data_model.call import ConnectionSettings, ModelCall, NativeRequest
 from tauproxy.data_model.key import identify_unscoped
 from tauproxy.errors import ModelCallError
 from tauproxy.wire_apis.registry import BY_NAME, wire_api
@@ -86,3 +87,23 @@ def test_failures_become_model_call_errors(
     assert "sk-secret-value" not in str(failed.value) and "\n" not in str(failed.value)
     if status == 429:
         assert failed.value.retry_after == "7"
+
+
+def test_a_native_requests_own_headers_go_upstream_but_never_replace_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json=ANSWER)
+
+    call = call_of(ConnectionSettings(api_key="sk-route"))
+    assert call.native is not None
+    versioned = NativeRequest(
+        call.native.api, call.native.body, {"x-api-version": "2", "authorization": "Bearer sk-client"}
+    )
+    over(handler).complete(replace(call, native=versioned))
+    assert seen[0].headers["x-api-version"] == "2" and seen[0].headers["authorization"] == "Bearer sk-route"
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    keyless = replace(call, native=versioned, connection=ConnectionSettings())
+    over(handler).complete(keyless)
+    assert "authorization" not in seen[1].headers  # a client's key is never passed on, even with none here

@@ -67,6 +67,7 @@ def test_responses_keyed_form() -> None:
         ({"model": "m", "input": "hi", "stream": "yes"}, "'stream'"),
         ({"model": "m", "input": "hi", "previous_response_id": 3}, "previous_response_id"),
         ({"model": "m", "input": "hi", WIRE_API_PARAM: "chat"}, "reserved"),
+        ({"model": "m", "input": "hi", "background": True}, "'background'"),
     ],
 )
 def test_responses_requests_refused_in_one_line(body: dict[str, Any], reason: str) -> None:
