@@ -48,6 +48,9 @@ from tauproxy.wire_apis.responses_stream import response_events
 NAME = "responses"
 # Sent by the client only to shape how the answer is delivered; never keyed, never sent upstream.
 DELIVERY_FIELDS = ("stream", "stream_options")
+# A request without `input` must name what the model answers instead: a stored conversation, a
+# previous response, or a stored prompt.
+CONTEXT_FIELDS = ("previous_response_id", "conversation", "prompt")
 
 
 def keyed_input(value: Any) -> list[dict[str, Any]]:
@@ -72,7 +75,7 @@ def check_responses_request(body: Any) -> dict[str, Any]:
         for index, item in enumerate(value):
             if not isinstance(item, dict):
                 raise RequestRejected(f"input[{index}] must be an object")
-    elif not isinstance(value, str) and not (value is None and body.get("previous_response_id") is not None):
+    elif not isinstance(value, str) and not (value is None and any(body.get(n) is not None for n in CONTEXT_FIELDS)):
         raise RequestRejected("'input' must be a string or an array of input items")
     tools = body.get("tools")
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):

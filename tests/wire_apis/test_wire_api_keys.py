@@ -55,6 +55,8 @@ def test_responses_keyed_form() -> None:
     chained = keyed_request({"model": "m", "input": "hi", "previous_response_id": "resp_1"})
     assert request_key(chained) != request_key(text) and chained["previous_response_id"] == "resp_1"
     assert text[WIRE_API_PARAM] == "responses" and "stream" not in text and "metadata" not in text
+    prompted = RESPONSES.request({"model": "m", "prompt": {"id": "pmpt_1"}})  # no input: a stored prompt
+    assert prompted.keyed["messages"] == [] and prompted.keyed["prompt"] == {"id": "pmpt_1"}
 
 
 @pytest.mark.parametrize(
