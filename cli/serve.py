@@ -18,7 +18,9 @@ def serve_command(
     cassette: Annotated[
         Path | None, typer.Option(help="Cassette directory (required unless --record-mode off).")
     ] = None,
-    record_mode: Annotated[str, typer.Option(help="auto | replay | record | off | once (vcrpy names too).")] = "auto",
+    record_mode: Annotated[
+        str, typer.Option(help="auto | replay | record | off | once | rewrite (vcrpy names too).")
+    ] = "auto",
     host: Annotated[str, typer.Option(help="Address to bind; loopback unless you mean to share it.")] = DEFAULT_HOST,
     port: Annotated[
         int, typer.Option(help="Port to bind; 0 picks a free one (the ready line names it).")

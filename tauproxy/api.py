@@ -10,6 +10,9 @@ compare two runs, and get typed results instead of printed ones.
     base = load_run("runs/base")                 # a run directory, results.json or τ²-bench's NAME.json
     compare(report, base).comparisons[0].comparison
 
+`intercept(cassette, mode)` records and replays an SDK's own calls in-process (tauproxy.intercept);
+`ConnectionSettings` says where a `ModelRequest` goes (api_base, key, timeout) and is never keyed.
+
 Nothing here is new machinery: `run` is the runner's `execute`, `load_run` the reader every command
 uses (ours and τ²-bench's files, a serve run log joined on), the report is `ReportSummary` (what
 `report --json` prints), `compare` is `report A --against B` and `check` is `tauproxy check`. Errors
@@ -22,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from tauproxy.data_model.call import ModelRequest
+from tauproxy.data_model.call import ConnectionSettings, ModelRequest
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import Results
 from tauproxy.engine.agent import AgentPrompt
@@ -46,8 +49,17 @@ from tauproxy.runner.prepared import ProgressCallback
 from tauproxy.runner.run import execute
 from tauproxy.validation import first_problem
 
+if TYPE_CHECKING:
+    from tauproxy.intercept import Intercept, intercept
+
+# Loaded on first use (`__getattr__`): they bring serve's app (Starlette, uvicorn, httpx), which a
+# script that only runs and reports should not pay for at import.
+_FROM_INTERCEPT = frozenset({"Intercept", "intercept"})
+
 __all__ = [
     "AgentPrompt",
+    "ConnectionSettings",
+    "Intercept",
     "LLMConfig",
     "Message",
     "ModelRequest",
@@ -61,6 +73,7 @@ __all__ = [
     "TrialRow",
     "check",
     "compare",
+    "intercept",
     "load_run",
     "run",
     "run_config",
@@ -68,6 +81,14 @@ __all__ = [
     "trial_rows",
     "write_csv",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_INTERCEPT:
+        import tauproxy.intercept
+
+        return getattr(tauproxy.intercept, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class RunReport(BaseModel):

@@ -31,9 +31,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("sources",),  # domain sources behind one protocol: our packs and τ²-bench, registered by name
     ("runner", "reports"),  # beside each other: neither imports the other
     ("workflows",),  # bisect and domain check: runs and reports combined
-    ("serve", "api"),  # the server; the Python API for notebooks and scripts
-    # fixtures over the API and the client, loaded by pytest's entry point; vcrpy cassettes sent through serve
-    ("pytest_plugin", "vcr_import"),
+    ("serve",),  # the server
+    ("intercept",),  # serve's app in-process: httpx clients and a local base_url for SDK-direct code
+    ("api", "vcr_import"),  # the Python API for notebooks and scripts; vcrpy cassettes sent through serve's app
+    ("pytest_plugin",),  # fixtures over the API and the client, loaded by pytest's entry point
     ("__init__",),  # the package re-exports the API, lazily (tauproxy/__init__.py)
 ]
 CLI = ROOT / "cli"  # on top of everything; the library never imports it

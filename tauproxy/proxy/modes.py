@@ -15,6 +15,9 @@ class RecordMode(StrEnum):
     auto    replay what is recorded, call live and record the rest (the default)
     off     no cassette at all
     once    record when the cassette is empty, replay strictly otherwise (see `resolved`)
+    rewrite record as `record` does, and at the end keep only this session's calls: re-recording
+            drops the calls a test no longer makes (`CassetteTransport.keep_only_this_session`,
+            called by whoever delimits the session: a pytest test, an intercept, a server's lifetime)
 
     In every mode that goes live, a call that is the same sample as one this run already sent live
     gets that one answer ("shared", proxy/recorder.py), never a second live call.
@@ -25,6 +28,7 @@ class RecordMode(StrEnum):
     AUTO = "auto"
     OFF = "off"
     ONCE = "once"
+    REWRITE = "rewrite"
 
     def resolved(self, cassette_is_empty: bool) -> RecordMode:
         """The mode a run or server works in; `once` is decided here, once, when the cassette opens.

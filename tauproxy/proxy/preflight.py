@@ -40,12 +40,14 @@ def check_model(role: str, model: str, connection: ConnectionSettings, live: boo
             if live:  # a replay of a local model needs no llama.cpp
                 _llama_cpp()
         elif live:
-            _check_provider(model, connection)
+            check_provider(model, connection)
     except ConfigError as exc:
         raise ConfigError(f"--{role}-llm {model}: {exc}") from None
 
 
-def _check_provider(model: str, connection: ConnectionSettings) -> None:
+def check_provider(model: str, connection: ConnectionSettings, key_hint: str = "pass api_key in the llm args") -> None:
+    """A one-line ConfigError if litellm cannot place `model`, has no key for it, or cannot reach its
+    api_base; `key_hint` says where else the caller could give a key."""
     from tauproxy.proxy.live import load_litellm
 
     litellm = load_litellm()
@@ -59,7 +61,7 @@ def _check_provider(model: str, connection: ConnectionSettings) -> None:
     if connection.api_key is None:
         missing = litellm.validate_environment(model=model, api_base=connection.api_base).get("missing_keys") or []
         if missing:
-            raise ConfigError(f"no API key: set {' or '.join(missing)} (or pass api_key in the llm args)")
+            raise ConfigError(f"no API key: set {' or '.join(missing)} (or {key_hint})")
     if connection.api_base is not None:
         _check_endpoint(connection.api_base, connection.timeout)
 

@@ -28,6 +28,9 @@ In `record` mode nothing is ever read from the cassette: every answer is this ru
 shared. The shared answers are kept in memory rather than looked up, because the cassette may hold
 an older answer to the same sample (the last line wins, and another process may append), and a Ray
 worker's copy of the cassette holds none of this run's recordings.
+
+`rewrite` is `record` whose session ends with `keep_only_this_session`: the cassette is then pruned
+(atomically, store/rewrite.py) to the samples this layer recorded, so a call no longer made is gone.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from tauproxy.proxy.priced import PricedTransport, PriceStep, cost_of
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 from tauproxy.store.cassette import Cassette
+from tauproxy.store.maintenance import prune
 from tauproxy.store.miss import replay_miss
 from tauproxy.store.wire_form import replay_form
 
@@ -95,6 +99,7 @@ class CassetteTransport:
         self._lock = threading.Lock()
         self._in_flight: dict[str, threading.Event] = {}
         self._sent: dict[str, _Sent] = {}
+        self.recorded_keys: set[str] = set()  # sample keys this layer recorded (what `rewrite` keeps)
 
     def _append(self, recording: CallRecording) -> None:
         self.cassette.record(recording)
@@ -165,6 +170,8 @@ class CassetteTransport:
                 "paid answer goes unrecorded: fix it and rerun the same command to resume"
             ) from None
         body = replay_form(recording)
+        with self._lock:
+            self.recorded_keys.add(call.sample_key)
         self._sent[call.sample_key] = _Sent(json.dumps(body), recording.latency_s, cost, recording.raw_body)
         return Completion(
             body=body,
@@ -196,6 +203,13 @@ class CassetteTransport:
             occurrence=call.identity.occurrence,
             made_in=call.made_in,
         )
+
+    def keep_only_this_session(self, also: set[str] | None = None) -> int:
+        """Prune the cassette to the samples this layer recorded (and `also`: other layers' of the same
+        session); the number of calls removed. What `rewrite` does when its session ends."""
+        with self._lock:
+            keep = self.recorded_keys | (also or set())
+        return prune(self.cassette, keep)
 
     def close(self) -> None:
         """Close the live transport and release the cassette's file and index connection."""

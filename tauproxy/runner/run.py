@@ -131,6 +131,13 @@ def check_replay_has_cassette(config: RunConfig) -> None:
     instead of calling every model live (and paying, with a provider model). So does `once`, which
     replays strictly once its cassette holds calls: without one it would go live on every run. And so
     does `record`, whose every call is paid to be recorded: without a cassette nothing would be."""
+    if config.record_mode is RecordMode.REWRITE:
+        # A run resumes and a Ray worker records apart: neither makes one session whose calls alone
+        # should stay. Tests (the pytest plugin), intercept and serve delimit one.
+        raise ConfigError(
+            "--record-mode rewrite is for the pytest plugin, tauproxy.intercept and serve; a run re-records "
+            "with --record-mode record (then `tauproxy cassette prune DIR --runs RUN` keeps only its calls)"
+        )
     if config.cassette is not None:
         return
     if config.record_mode is RecordMode.REPLAY:

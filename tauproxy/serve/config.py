@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -93,18 +95,25 @@ class UpstreamMap:
 def load_upstream_map(path: Path | None) -> UpstreamMap:
     if path is None:
         return UpstreamMap({})
-    raw = read_mapping_file(path, "upstream map (model names to routes)")
+    return parse_upstream_map(read_mapping_file(path, "upstream map (model names to routes)"), str(path))
+
+
+def parse_upstream_map(raw: Mapping[str, Any], origin: str) -> UpstreamMap:
+    """The routes of an upstream map read from `origin` (a file, or the code that gave them)."""
     routes: dict[str, UpstreamRoute] = {}
     for name, entry in raw.items():
-        if isinstance(entry, dict) and "api_key" in entry:
+        if isinstance(entry, UpstreamRoute):
+            routes[str(name)] = entry
+            continue
+        if isinstance(entry, Mapping) and "api_key" in entry:
             raise ConfigError(
-                f"{path}: model {name!r} holds an api_key; name an environment variable with api_key_env instead"
+                f"{origin}: model {name!r} holds an api_key; name an environment variable with api_key_env instead"
             )
         try:
             routes[str(name)] = UpstreamRoute.model_validate(entry)
         except ValidationError as exc:
             field, message = first_problem(exc, "route")
-            raise ConfigError(f"{path}: model {name!r}, field {field}: {message}") from None
+            raise ConfigError(f"{origin}: model {name!r}, field {field}: {message}") from None
     return UpstreamMap(routes)
 
 

@@ -79,6 +79,11 @@ def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
         )
         if run_log is not None:
             run_log.close()
+        if config.mode is RecordMode.REWRITE and service.cache is not None:
+            # The server's lifetime is the session `rewrite` delimits: its calls are what stays.
+            removed = service.cache.keep_only_this_session()
+            kept = len(service.cache.recorded_keys)
+            out(f"tauproxy serve: rewrite kept the {kept} calls this server recorded, removed {removed}")
 
     describe = {
         "mode": config.mode.value,
