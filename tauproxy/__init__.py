@@ -15,6 +15,8 @@ from tauproxy.version import __version__
 if TYPE_CHECKING:
     from tauproxy.api import (
         AgentPrompt,
+        ConnectionSettings,
+        Intercept,
         LLMConfig,
         Message,
         ModelRequest,
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
         TrialRow,
         check,
         compare,
+        intercept,
         load_run,
         run,
         run_config,
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
 # "__version__" and tauproxy.api's public names (a test keeps them equal to tauproxy.api.__all__).
 __all__ = [
     "AgentPrompt",
+    "ConnectionSettings",
+    "Intercept",
     "LLMConfig",
     "Message",
     "ModelRequest",
@@ -53,6 +58,7 @@ __all__ = [
     "__version__",
     "check",
     "compare",
+    "intercept",
     "load_run",
     "run",
     "run_config",
