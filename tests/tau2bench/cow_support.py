@@ -1,6 +1,7 @@
 """What the copy-on-write tests share: τ²'s modules and tasks by domain, its fresh environment built on a
 copy of one loaded DB (and such environments reused, put back as loaded after each use), our factory,
-playing a task's actions on an environment, and τ²'s full hash computed once per distinct DB state."""
+playing a task's actions on an environment, a fork's full dump built from its base's where it shares
+the base's records, and τ²'s full hash computed once per distinct DB state."""
 
 from __future__ import annotations
 

@@ -55,6 +55,7 @@ def test_forks_play_every_task_like_fresh_environments_and_hash_alike(domain: st
         assert differing_pairs > 0  # the pairs above were not all trivially equal
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("domain", cow.DOMAINS)
 def test_fork_dumps_built_from_the_base_are_the_full_dumps(domain: str) -> None:
     """The other shortcut above: a fork's dump built from the base's is its full `model_dump`, byte
