@@ -156,11 +156,12 @@ class Tau2Hashes:
     already hashed (`_exact`: byte-equal marshal of every part) has the same JSON, so the same hash.
 
     The memo key is a sha256 over the dump's parts in order: each top-level field's name, and for a
-    dict of record dumps each key with the sha256 of its record's `_exact` bytes, else the sha256 of
-    the field's. Two dumps get the same key only if every part is byte-equal (the same trust τ²'s own
-    comparison puts in sha256). The records of a `pin`ned dump (the base's, which fork dumps share by
-    identity, see `ForkDumps`) are digested once; any other record is digested each time. Dumps
-    `_exact` refuses are always hashed."""
+    dict of record dumps its keys (in order) and the sha256 of each record's `_exact` bytes, else the
+    sha256 of the field's (marshal's bytes carry their own type and length; digests are 32 bytes).
+    Two dumps get the same key only if every part is byte-equal (the same trust τ²'s own comparison
+    puts in sha256). The records of a `pin`ned dump (the base's, which fork dumps share by identity,
+    see `ForkDumps`) are digested once; any other record is digested each time. Dumps `_exact`
+    refuses are always hashed."""
 
     def __init__(self) -> None:
         self._known: dict[bytes, str] = {}
@@ -201,12 +202,12 @@ class Tau2Hashes:
                 return None
             key.update(exact_name)  # marshal's bytes carry their own type and length
             if type(value) is dict:
-                key.update(b"D" + len(value).to_bytes(8, "big"))
-                for record_key, record in value.items():
-                    exact_key, digest = _exact(record_key), self._digest(record)
-                    if exact_key is None or digest is None:
-                        return None
-                    key.update(exact_key + digest)
+                exact_keys = _exact(list(value))  # the record keys in order, then one digest per record
+                found = [self._digest(record) for record in value.values()]
+                digests = [digest for digest in found if digest is not None]
+                if exact_keys is None or len(digests) != len(found):
+                    return None
+                key.update(b"D" + exact_keys + b"".join(digests))
             else:
                 digest = self._digest(value)
                 if digest is None:
