@@ -114,11 +114,13 @@ class FreshEnvironments:
         if list(current) != list(self._fields):
             return
         for name, value in current.items():
-            exact = _exact(value)
-            loaded_exact, loaded_pickle = self._fields[name]
-            if exact is not None and exact == loaded_exact:
+            # A dict of records is compared record by record (a byte-equal field has no stale record);
+            # any other field whole.
+            if self._mend_records(db, name, value):
                 continue
-            if not self._mend_records(db, name, value):
+            loaded_exact, loaded_pickle = self._fields[name]
+            exact = _exact(value)
+            if exact is None or exact != loaded_exact:
                 object.__setattr__(db, name, pickle.loads(loaded_pickle))
         self._dbs[id(env)] = db
         self._idle.append(env)
