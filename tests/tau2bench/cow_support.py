@@ -1,6 +1,7 @@
 """What the copy-on-write tests share: τ²'s modules and tasks by domain, its fresh environment built on a
 copy of one loaded DB (and such environments reused, put back as loaded after each use), our factory,
-playing a task's actions on an environment, and τ²'s full hash computed once per distinct DB state."""
+playing a task's actions on an environment, a fork's full dump built from its base's where it shares
+the base's records, and τ²'s full hash computed once per distinct DB state."""
 
 from __future__ import annotations
 
@@ -113,11 +114,13 @@ class FreshEnvironments:
         if list(current) != list(self._fields):
             return
         for name, value in current.items():
-            exact = _exact(value)
-            loaded_exact, loaded_pickle = self._fields[name]
-            if exact is not None and exact == loaded_exact:
+            # A dict of records is compared record by record (a byte-equal field has no stale record);
+            # any other field whole.
+            if self._mend_records(db, name, value):
                 continue
-            if not self._mend_records(db, name, value):
+            loaded_exact, loaded_pickle = self._fields[name]
+            exact = _exact(value)
+            if exact is None or exact != loaded_exact:
                 object.__setattr__(db, name, pickle.loads(loaded_pickle))
         self._dbs[id(env)] = db
         self._idle.append(env)
@@ -151,17 +154,30 @@ def fresh_environments(domain: str) -> FreshEnvironments:
 
 
 class Tau2Hashes:
-    """τ²'s full hash of dumped DBs, computed once per distinct state: a dump byte-equal (`_exact`) to
-    one already hashed has the same JSON, so the same hash (the key is a sha256 of those bytes, the
-    same trust τ²'s own comparison puts in sha256). Dumps `_exact` refuses are always hashed."""
+    """τ²'s full hash of dumped DBs, computed once per distinct state: a dump whose data is exactly one
+    already hashed (`_exact`: byte-equal marshal of every part) has the same JSON, so the same hash.
+
+    The memo key is a sha256 over the dump's parts in order: each top-level field's name, and for a
+    dict of record dumps its keys (in order) and the sha256 of each record's `_exact` bytes, else the
+    sha256 of the field's (marshal's bytes carry their own type and length; digests are 32 bytes).
+    Two dumps get the same key only if every part is byte-equal (the same trust τ²'s own comparison
+    puts in sha256). The records of a `pin`ned dump (the base's, which fork dumps share by identity,
+    see `ForkDumps`) are digested once; any other record is digested each time. Dumps `_exact`
+    refuses are always hashed."""
 
     def __init__(self) -> None:
         self._known: dict[bytes, str] = {}
+        self._pinned: dict[int, tuple[Any, bytes | None]] = {}  # id -> (the object, kept alive; digest)
         self.computed = 0
 
+    def pin(self, dump: Any) -> None:
+        for value in dump.values():
+            if type(value) is dict:
+                for record in value.values():
+                    self._pinned[id(record)] = (record, self._digest(record))
+
     def __call__(self, db_dump: Any) -> str:
-        exact = _exact(db_dump)
-        key = hashlib.sha256(exact).digest() if exact is not None else None
+        key = self._key(db_dump)
         if key is not None and key in self._known:
             return self._known[key]
         self.computed += 1
@@ -169,6 +185,93 @@ class Tau2Hashes:
         if key is not None:
             self._known[key] = found
         return found
+
+    def _digest(self, value: Any) -> bytes | None:
+        pinned = self._pinned.get(id(value))
+        if pinned is not None and pinned[0] is value:
+            return pinned[1]
+        exact = _exact(value)
+        return None if exact is None else hashlib.sha256(exact).digest()
+
+    def _key(self, dump: Any) -> bytes | None:
+        if type(dump) is not dict:
+            exact = _exact(dump)
+            return None if exact is None else hashlib.sha256(b"W" + exact).digest()
+        key = hashlib.sha256(b"T" + len(dump).to_bytes(8, "big"))
+        for name, value in dump.items():
+            exact_name = _exact(name)
+            if exact_name is None:
+                return None
+            key.update(exact_name)  # marshal's bytes carry their own type and length
+            if type(value) is dict:
+                exact_keys = _exact(list(value))  # the record keys in order, then one digest per record
+                found = [self._digest(record) for record in value.values()]
+                digests = [digest for digest in found if digest is not None]
+                if exact_keys is None or len(digests) != len(found):
+                    return None
+                key.update(b"D" + exact_keys + b"".join(digests))
+            else:
+                digest = self._digest(value)
+                if digest is None:
+                    return None
+                key.update(b"V" + digest)
+        return key.digest()
+
+
+class ForkDumps:
+    """`dumps(fork)` for a factory's forks, built from one dump of the base: a copy-on-write field's
+    record that is still the base's own object (never handed out) dumps as the base's record did, so
+    its part of the base's dump is taken as it is; every other record is dumped on its own, and the
+    other fields through the DB's own `model_dump`. A fork whose DB or field was replaced, a record
+    of another class than the base's, or a DB whose dump is not its fields in order falls back to
+    `dumps`. test_fork_dumps_built_from_the_base_are_the_full_dumps checks the two agree. The parts
+    taken from the base dump are shared: read them, never change them."""
+
+    def __init__(self, factory: EnvironmentFactory) -> None:
+        base = factory.base_db
+        self.base_dump: dict[str, Any] = base.model_dump()
+        self._fields = {name: getattr(base, name) for name in factory.cow_fields}
+        self._record_types = {name: {type(record) for record in field.values()} for name, field in self._fields.items()}
+
+    def __call__(self, env: Any) -> tuple[Any, Any]:
+        db = env.tools.db
+        cow_dumps: dict[str, dict[str, Any]] = {}
+        for name, base_field in self._fields.items():
+            field_dump = self._field_dump(db.__dict__.get(name), name, base_field)
+            if field_dump is None:
+                return dumps(env)
+            cow_dumps[name] = field_dump
+        rest = db.model_dump(exclude=set(self._fields))
+        names = list(type(db).model_fields)
+        if list(rest) != [name for name in names if name not in cow_dumps]:
+            return dumps(env)
+        user = env.user_tools.db.model_dump() if env.user_tools is not None else None
+        return {name: cow_dumps[name] if name in cow_dumps else rest[name] for name in names}, user
+
+    def _field_dump(self, held: Any, name: str, base_field: dict[str, Any]) -> dict[str, Any] | None:
+        if type(held) is not CowDict or held.base is not base_field:
+            return None
+        (record_type,) = self._record_types[name]
+        base_dump = self.base_dump[name]
+        field_dump: dict[str, Any] = {}
+        for key in dict.keys(held):
+            record = dict.__getitem__(held, key)
+            if record is base_field.get(key):
+                field_dump[key] = base_dump[key]
+            elif type(record) is record_type:
+                field_dump[key] = record.model_dump()
+            else:
+                return None
+        return field_dump
+
+
+_FORK_DUMPS: dict[str, ForkDumps] = {}
+
+
+def fork_dumps(domain: str) -> ForkDumps:
+    if domain not in _FORK_DUMPS:
+        _FORK_DUMPS[domain] = ForkDumps(factory(domain))
+    return _FORK_DUMPS[domain]
 
 
 def factory(domain: str) -> EnvironmentFactory:
