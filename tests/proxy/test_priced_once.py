@@ -90,11 +90,13 @@ def test_serve_looks_a_miss_up_once(tmp_path: Path) -> None:
         service.cassette.lookup = counting
         return service
 
+    # Seeded, so a repeat is the same sample (serve/identity.py; an unseeded repeat would be a new draw).
+    seeded = {**request_to_wire(request("a")), "seed": 7}
     service = counted(served(tmp_path, RecordMode.AUTO, Pricing()))
-    anyio.run(service.complete, request_to_wire(request("a")), None, "agent")  # a miss: live, recorded
+    anyio.run(service.complete, dict(seeded), None, "agent")  # a miss: live, recorded
     assert len(lookups) == 1
-    anyio.run(service.complete, request_to_wire(request("a")), None, "agent")  # shared: no lookup at all
+    anyio.run(service.complete, dict(seeded), None, "agent")  # shared: no lookup at all
     assert len(lookups) == 1
     later = counted(served(tmp_path, RecordMode.AUTO, Pricing()))  # a later server: a hit
-    anyio.run(later.complete, request_to_wire(request("a")), None, "agent")
+    anyio.run(later.complete, dict(seeded), None, "agent")
     assert len(lookups) == 2
