@@ -16,6 +16,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from tauproxy.errors import InfrastructureError
+from tauproxy.proxy import own_servers
 from tauproxy.serve.protocol import protocol_with
 from tauproxy.serve.server import bind
 
@@ -52,6 +53,7 @@ class LocalServer:
                 self.stop()
                 raise InfrastructureError(f"tauproxy intercept: the local server on {LOOPBACK} did not start")
             time.sleep(0.005)
+        own_servers.add(self.url)
 
     @property
     def url(self) -> str:
@@ -59,6 +61,7 @@ class LocalServer:
         return f"http://{LOOPBACK}:{self.port}"
 
     def stop(self) -> None:
+        own_servers.remove(self.url)
         self._server.should_exit = True
         self._thread.join(STOP_TIMEOUT_S)
         self._socket.close()

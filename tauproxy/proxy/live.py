@@ -16,6 +16,7 @@ from tauproxy.data_model.call import ModelCall
 from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.wire import normalise_response
 from tauproxy.errors import ModelCallError
+from tauproxy.proxy import own_servers
 from tauproxy.redact import redact_text
 
 _import_lock = threading.Lock()
@@ -56,7 +57,24 @@ def litellm_kwargs(call: ModelCall) -> dict[str, Any]:
             kwargs[name] = value
     if connection.num_retries is not None:
         kwargs["max_retries"] = connection.num_retries  # the openai client's own retries too
+    if "api_base" not in kwargs and _openai_model(str(kwargs["model"])) and _openai_base_is_ours():
+        # litellm would read the variable an intercept set for its clients (proxy/own_servers.py).
+        kwargs["api_base"] = OPENAI_DEFAULT_BASE
     return kwargs
+
+
+# Where litellm looks for an OpenAI model's endpoint when a call names none, and its default.
+OPENAI_BASE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_BASE")
+OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
+
+
+def _openai_base_is_ours() -> bool:
+    return any(own_servers.is_ours(os.environ.get(name)) for name in OPENAI_BASE_ENV)
+
+
+def _openai_model(model: str) -> bool:
+    provider, slash, _ = model.partition("/")
+    return provider == "openai" or not slash
 
 
 def model_call_error(exc: Exception, model: str, secrets: tuple[str, ...]) -> ModelCallError:

@@ -25,6 +25,7 @@ import httpx
 from tauproxy.data_model.call import ModelCall
 from tauproxy.data_model.completion import Completion
 from tauproxy.errors import ModelCallError
+from tauproxy.proxy import own_servers
 from tauproxy.proxy.transport import Transport
 from tauproxy.redact import redact_text
 from tauproxy.wire_apis.base import UpstreamEndpoint, WireApi
@@ -37,7 +38,10 @@ KEY_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authori
 
 
 def upstream_url(endpoint: UpstreamEndpoint, api_base: str | None) -> str:
-    base = api_base or os.environ.get(endpoint.base_url_env) or endpoint.default_base_url
+    from_environment = os.environ.get(endpoint.base_url_env)
+    if own_servers.is_ours(from_environment):
+        from_environment = None  # an intercept's own server, set for the client side (proxy/own_servers.py)
+    base = api_base or from_environment or endpoint.default_base_url
     return base.rstrip("/") + endpoint.path
 
 
