@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from tauproxy_cli.flag import flag
-from tauproxy_cli.output import output_console
+from tauproxy_cli.output import WholeTable, output_console
 
 if TYPE_CHECKING:
     from tauproxy.store.cassette import Cassette
@@ -191,7 +190,7 @@ def stats(
     if as_json:
         _print_json(data)
         return
-    table = Table(show_header=False, box=None)
+    table = WholeTable(show_header=False, box=None)
     for name, value in data.items():
         shown = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
         table.add_row(name, Text(shown))

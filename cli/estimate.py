@@ -30,10 +30,9 @@ def estimate_command(
     json_output: Annotated[bool, flag("--json", help="Print the estimate as JSON.")] = False,
 ) -> None:
     """Predict what `run` with the same flags would cost; --cassette subtracts what it would replay."""
-    from rich.table import Table
 
     from tauproxy.runner.estimate import estimate
-    from tauproxy_cli.output import out_console, print_json
+    from tauproxy_cli.output import WholeTable, out_console, print_json
     from tauproxy_cli.report_view import money
     from tauproxy_cli.run_setup import build_run_config
 
@@ -42,7 +41,7 @@ def estimate_command(
     if json_output:
         print_json(asdict(result))
         return
-    table = Table(title=f"estimate for {result.trials} trials ({result.confidence}; {result.basis})")
+    table = WholeTable(title=f"estimate for {result.trials} trials ({result.confidence}; {result.basis})")
     for column in ("role", "live calls p50", "p90", "tokens p50", "p90", "cost p50", "p90", "replayed calls", "saved"):
         table.add_column(column, justify="right")
     for role, row in result.roles.items():

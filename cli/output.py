@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 # A pipe or a CI log has no width; rich would take 80 columns and cut a wide table's numbers ("$4.90…",
@@ -32,6 +33,15 @@ def output_console(stderr: bool, **settings: Any) -> Console:
 
 err_console = output_console(stderr=True)
 out_console = output_console(stderr=False)
+
+
+class WholeTable(Table):
+    """A table whose cells wrap when it is too wide for the output, never cut with "…": a figure in a
+    narrow terminal or log is shown whole, over two lines if it must."""
+
+    def add_column(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("overflow", "fold")
+        super().add_column(*args, **kwargs)
 
 
 def error(message: str) -> None:

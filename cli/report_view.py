@@ -20,7 +20,7 @@ from tauproxy.data_model.result import ModelInfo, SimulationRun
 from tauproxy.reports.costs import CostSplit, Tally
 from tauproxy.reports.grid import GridCell
 from tauproxy.reports.summary import ReportSummary
-from tauproxy_cli.output import out_console
+from tauproxy_cli.output import WholeTable, out_console
 
 # Grid cell marks: the outcome, then where the trial's model calls came from.
 SOURCE_MARKS = {"live": "", "replayed": "r", "mixed": "m", "unknown": "?"}
@@ -155,7 +155,7 @@ def _print_header(console: Console, summary: ReportSummary) -> None:
 def _print_scores(console: Console, summary: ReportSummary, run: RunFacts | None = None) -> None:
     # The interval row: percentile bootstrap over tasks (tauproxy.reports.metrics). Short title, since
     # a rich title wider than its table wraps.
-    scores = Table(title="pass^k", show_edge=False)
+    scores = WholeTable(title="pass^k", show_edge=False)
     scores.add_column("")
     for k in summary.pass_hat_k:
         scores.add_column(f"pass^{k}", justify="right")
@@ -198,7 +198,7 @@ def _print_breakdown(console: Console, summary: ReportSummary) -> None:
     breakdown = summary.reward_breakdown
     if not breakdown:
         return
-    table = Table(title="reward by basis", show_edge=False)
+    table = WholeTable(title="reward by basis", show_edge=False)
     table.add_column("basis")
     table.add_column("mean", justify="right")
     table.add_column("runs", justify="right")
@@ -222,7 +222,7 @@ MAX_TASK_ROWS = 10
 def _split_table(
     title: str, split: dict[str, CostSplit], first: str, limit: int | None = None, total: CostSplit | None = None
 ) -> Table:
-    table = Table(title=title, show_edge=False)
+    table = WholeTable(title=title, show_edge=False)
     table.add_column(first)
     for name in (
         "live (spent)",
@@ -299,7 +299,7 @@ def _print_grid(console: Console, summary: ReportSummary) -> None:
     rows = summary.grid
     if not rows:
         return
-    table = Table(title="trials per task", show_edge=False)
+    table = WholeTable(title="trials per task", show_edge=False)
     table.add_column("task")
     table.add_column("pass", justify="right")
     table.add_column("trials")

@@ -8,13 +8,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import SimulationRun
 from tauproxy_cli.flag import flag
-from tauproxy_cli.output import out_console, print_json
+from tauproxy_cli.output import WholeTable, out_console, print_json
 from tauproxy_cli.run_input import RUN_ARGUMENT, RUN_LOG_HELP
 
 ROLE_STYLES = {"assistant": "cyan", "user": "green", "tool": "yellow", "system": "magenta"}
@@ -44,7 +43,7 @@ def view_command(
         from tauproxy_cli.report_view import GRID_LEGEND, grid_cell
 
         rows = trial_grid(results.simulations, task_order(results))
-        listing = Table(title="trials", show_edge=False)
+        listing = WholeTable(title="trials", show_edge=False)
         listing.add_column("task")
         listing.add_column("trials 0..n")
         for row in rows:
@@ -106,7 +105,7 @@ def _print_reward(console: Console, run: SimulationRun) -> None:
     console.print(f"reward {info.reward:g}  basis [{basis}]  breakdown: {breakdown or 'none'}")
     checks = reward_checks(info)
     if checks:
-        table = Table(show_edge=False)
+        table = WholeTable(show_edge=False)
         for column in ("check", "", "what", "why"):
             table.add_column(column)
         for row in checks:
@@ -119,7 +118,7 @@ def _print_calls(console: Console, run: SimulationRun) -> None:
     if not run.calls:
         console.print("model calls: none recorded (live or replayed unknown)")
         return
-    table = Table(title="model calls", show_edge=False)
+    table = WholeTable(title="model calls", show_edge=False)
     table.add_column("#", justify="right")
     for column in ("role", "source", "model"):
         table.add_column(column)
