@@ -194,15 +194,18 @@ def ray_cluster() -> Iterator[str]:
 # the other worker idles; starting the longest first keeps both busy to the end. Order only: every file
 # still runs, and a file's tests keep their own order.
 LONGEST_FIRST = (
-    "tests/tau2bench/test_tau2bench_cow.py",
     "tests/serve/test_serve_tau2_domains.py",
+    "tests/tau2bench/test_tau2bench_cow.py",
     "tests/ray/test_ray_executor.py",
-    "tests/test_typing.py",
     "tests/tau2bench/test_tau2bench_loop.py",
-    "tests/tau2bench/test_tau2bench_cow_evaluator.py",
     "tests/tau2bench/test_tau2bench_interop.py",
+    "tests/test_fault_matrix.py",
+    "tests/tau2bench/test_tau2bench_cow_evaluator.py",
     "tests/proxy/test_record_replay.py",
+    "tests/test_typing.py",
     "tests/tau2bench/test_tau2bench_reward.py",
+    "tests/tau2bench/test_tau2bench_ray.py",
+    "tests/cli/test_bad_input_table.py",
     "tests/proxy/test_cost.py",
 )
 
