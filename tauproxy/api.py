@@ -50,7 +50,7 @@ from tauproxy.runner.run import execute
 from tauproxy.validation import first_problem
 
 if TYPE_CHECKING:
-    from tauproxy.intercept import Intercept, intercept
+    from tauproxy.interception import Intercept, intercept
 
 # Loaded on first use (`__getattr__`): they bring serve's app (Starlette, uvicorn, httpx), which a
 # script that only runs and reports should not pay for at import.
@@ -85,9 +85,9 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _FROM_INTERCEPT:
-        import tauproxy.intercept
+        import tauproxy.interception
 
-        return getattr(tauproxy.intercept, name)
+        return getattr(tauproxy.interception, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -11,7 +11,7 @@ Fixtures:
     tauproxy_cassette     this test's cassette directory: <test dir>/cassettes/<module>/<test name>
     tauproxy_client       a ModelClient (tauproxy.proxy.client) answering through that cassette
     tauproxy_run          run(config=None, **run_config_fields) -> tauproxy.api.RunReport, bound to both
-    tauproxy_intercept    a tauproxy.intercept.Intercept over both: .http_client(), .async_http_client(),
+    tauproxy_intercept    a tauproxy.Intercept over both: .http_client(), .async_http_client(),
                           .base_url, for an agent that calls the openai or anthropic SDK itself
     tauproxy_sdk_env      that intercept, with OPENAI_BASE_URL and ANTHROPIC_BASE_URL pointing at its
                           local server for the test (and placeholder keys when none is set), so code
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from tauproxy.api import RunReport
     from tauproxy.data_model.call import ModelCall
     from tauproxy.data_model.completion import Completion
-    from tauproxy.intercept import Intercept, Upstream
+    from tauproxy.interception import Intercept, Upstream
     from tauproxy.proxy.client import ModelClient
     from tauproxy.proxy.modes import RecordMode
     from tauproxy.proxy.pricing import Pricing
@@ -252,7 +252,7 @@ def tauproxy_intercept(
 ) -> Iterator[Intercept]:
     """An intercept (tauproxy.intercept) over this test's cassette and record mode: hand its
     `http_client()` to `openai.OpenAI(...)` or `anthropic.Anthropic(...)`, or use its `base_url`."""
-    from tauproxy.intercept import intercept
+    from tauproxy.interception import intercept
     from tauproxy.proxy.modes import RecordMode
 
     mode = _tauproxy_session.layer_mode

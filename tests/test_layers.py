@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("runner", "reports"),  # beside each other: neither imports the other
     ("workflows",),  # bisect and domain check: runs and reports combined
     ("serve",),  # the server
-    ("intercept",),  # serve's app in-process: httpx clients and a local base_url for SDK-direct code
+    ("interception",),  # serve's app in-process: httpx clients and a local base_url for SDK-direct code
     ("api", "vcr_import"),  # the Python API for notebooks and scripts; vcrpy cassettes sent through serve's app
     ("pytest_plugin",),  # fixtures over the API and the client, loaded by pytest's entry point
     ("__init__",),  # the package re-exports the API, lazily (tauproxy/__init__.py)

@@ -3,6 +3,7 @@ is keyed by int everywhere in Python, and `import tauproxy` gives the API withou
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -78,6 +79,8 @@ def test_pass_hat_k_is_keyed_by_int_in_python_and_by_string_in_json(two_runs: tu
 def test_the_package_re_exports_the_api() -> None:
     assert set(tauproxy.API_NAMES) == set(api.__all__)
     assert tauproxy.run is api.run and tauproxy.RunReport is api.RunReport
+    importlib.import_module("tauproxy.interception")  # the code of `intercept`: it must not shadow the function
+    assert callable(tauproxy.intercept) and tauproxy.intercept is api.intercept
     assert set(dir(tauproxy)) >= set(api.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):
         tauproxy.nonesuch  # noqa: B018

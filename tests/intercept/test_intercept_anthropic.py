@@ -13,7 +13,7 @@ import anthropic
 import pytest
 from stub_messages import StubMessages
 
-from tauproxy.intercept import Intercept, intercept
+from tauproxy.interception import Intercept, intercept
 
 KEY_ENV = "STUB_ANTHROPIC_KEY"
 SERVER_KEY = "sk-stub-server-key"

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tauproxy.errors import ConfigError
-from tauproxy.intercept import intercept
+from tauproxy.interception import intercept
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.store.cassette import Cassette
 
@@ -135,7 +135,7 @@ def test_the_python_api_exports_intercept_without_loading_it_at_import() -> None
     probe = (
         "import sys, tauproxy.api as api; loaded = 'uvicorn' in sys.modules; "
         "from tauproxy.api import ConnectionSettings, Intercept, intercept; "
-        "from tauproxy.intercept import intercept as direct; "
+        "from tauproxy.interception import intercept as direct; "
         "print(loaded, intercept is direct, Intercept.__name__, ConnectionSettings.__name__)"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout

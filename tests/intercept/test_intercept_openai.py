@@ -14,7 +14,7 @@ from typing import Any
 import openai
 import pytest
 
-from tauproxy.intercept import Intercept, intercept
+from tauproxy.interception import Intercept, intercept
 
 TOOLS = [
     {

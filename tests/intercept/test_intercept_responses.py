@@ -12,7 +12,7 @@ from typing import Any
 import openai
 import pytest
 
-from tauproxy.intercept import Intercept, intercept
+from tauproxy.interception import Intercept, intercept
 
 MODEL = "gpt-stub"
 SERVER_KEY = "sk-intercept-environment-key"

@@ -9,7 +9,7 @@ import pytest
 
 from tauproxy.data_model.call import ConnectionSettings, ModelCall
 from tauproxy.data_model.key import identify_unscoped
-from tauproxy.intercept import intercept
+from tauproxy.interception import intercept
 from tauproxy.proxy import own_servers
 from tauproxy.proxy.live import OPENAI_DEFAULT_BASE, litellm_kwargs
 from tauproxy.wire_apis.registry import wire_api

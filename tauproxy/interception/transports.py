@@ -14,8 +14,8 @@ from types import ModuleType, TracebackType
 from typing import Any
 
 from tauproxy.errors import ConfigError
-from tauproxy.intercept.asgi_sync import LoopThread, SyncASGITransport
-from tauproxy.intercept.routes import ApiRoutes
+from tauproxy.interception.asgi_sync import LoopThread, SyncASGITransport
+from tauproxy.interception.routes import ApiRoutes
 
 __all__ = ["AsyncInterceptTransport", "InterceptState", "InterceptTransport"]
 

@@ -24,11 +24,11 @@ from types import TracebackType
 from typing import Any
 
 from tauproxy.errors import ConfigError
-from tauproxy.intercept.asgi_sync import LoopThread
-from tauproxy.intercept.libraries import http_library
-from tauproxy.intercept.local_server import LocalServer
-from tauproxy.intercept.routes import ApiRoutes
-from tauproxy.intercept.transports import AsyncInterceptTransport, InterceptState, InterceptTransport
+from tauproxy.interception.asgi_sync import LoopThread
+from tauproxy.interception.libraries import http_library
+from tauproxy.interception.local_server import LocalServer
+from tauproxy.interception.routes import ApiRoutes
+from tauproxy.interception.transports import AsyncInterceptTransport, InterceptState, InterceptTransport
 from tauproxy.proxy.modes import RecordMode, parse_record_mode
 from tauproxy.serve.config import ServeConfig, UpstreamMap, UpstreamRoute, load_upstream_map, parse_upstream_map
 from tauproxy.serve.server import build

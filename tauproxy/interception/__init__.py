@@ -1,6 +1,6 @@
 """Record and replay an SDK's model calls in-process: no server to start, no global patched.
 
-    from tauproxy.intercept import intercept
+    from tauproxy import intercept  # the code: tauproxy/interception/
 
     with intercept("cassettes/agent", mode="auto") as tp:
         client = openai.OpenAI(api_key="unused", http_client=tp.http_client())
@@ -13,6 +13,6 @@ serve's app and its cassette layer, with the keys serve gives it; anything else 
 See session.py for what it is built from, and docs/python.md for the pytest fixtures over it.
 """
 
-from tauproxy.intercept.session import Intercept, Upstream, intercept
+from tauproxy.interception.session import Intercept, Upstream, intercept
 
 __all__ = ["Intercept", "Upstream", "intercept"]
