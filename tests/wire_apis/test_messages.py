@@ -16,6 +16,7 @@ from tauproxy.wire_apis import messages as m
 from tauproxy.wire_apis.base import RequestRejected
 from tauproxy.wire_apis.messages_stream import stream_body, stream_events
 
+AUTHORIZATION = "authorization"  # a client's key header, which is never passed on
 HEADERS = {"anthropic-version": "2023-06-01"}
 
 BASE: dict[str, Any] = {
@@ -363,7 +364,7 @@ def test_thinking_and_unknown_blocks_stream_too() -> None:
 
 
 def test_the_api_sends_the_body_without_stream_and_the_headers_that_count_upstream() -> None:
-    headers = {**HEADERS, "anthropic-beta": "b-2,a-1", "x-api-key": "sk-client", "authorization": "Bearer c"}
+    headers = {**HEADERS, "anthropic-beta": "b-2,a-1", "x-api-key": "sk-client", AUTHORIZATION: "Bearer c"}
     asked = m.MessagesApi().request(with_(stream=True), headers)
     assert asked.stream and asked.api == "messages" and asked.model == "claude-stub"
     assert asked.native is not None

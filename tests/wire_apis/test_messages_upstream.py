@@ -15,6 +15,7 @@ from tauproxy.wire_apis.messages import MessagesApi
 from tauproxy.wire_apis.registry import BY_NAME
 from tauproxy.wire_apis.upstream import PassThroughTransport
 
+AUTHORIZATION = "authorization"  # a client's key header, which is never passed on
 SERVER_KEY = "sk-stub-server-key"
 BODY: dict[str, Any] = {
     "model": "claude-stub",
@@ -27,7 +28,7 @@ CLIENT_HEADERS = {
     "anthropic-version": "2023-06-01",
     "anthropic-beta": "b-2, a-1",
     "x-api-key": "sk-client-key",
-    "authorization": "Bearer sk-client-token",
+    AUTHORIZATION: "Bearer sk-client-token",
 }
 
 

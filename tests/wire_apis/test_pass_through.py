@@ -16,6 +16,7 @@ from tauproxy.errors import ModelCallError
 from tauproxy.wire_apis.registry import BY_NAME, wire_api
 from tauproxy.wire_apis.upstream import PassThroughTransport
 
+AUTHORIZATION = "authorization"  # a client's key header, which is never passed on
 RESPONSES = wire_api("responses")
 ANSWER = {"id": "resp_1", "object": "response", "model": "gpt-x", "output": [], "usage": None}
 
@@ -99,7 +100,7 @@ def test_a_native_requests_own_headers_go_upstream_but_never_replace_the_key(mon
     call = call_of(ConnectionSettings(api_key="sk-route"))
     assert call.native is not None
     versioned = NativeRequest(
-        call.native.api, call.native.body, {"x-api-version": "2", "authorization": "Bearer sk-client"}
+        call.native.api, call.native.body, {"x-api-version": "2", AUTHORIZATION: "Bearer sk-client"}
     )
     over(handler).complete(replace(call, native=versioned))
     assert seen[0].headers["x-api-version"] == "2" and seen[0].headers["authorization"] == "Bearer sk-route"
