@@ -39,8 +39,35 @@ def redact_llm_args(args: dict[str, Any]) -> dict[str, Any]:
 
 def redact_text(text: str, extra_secrets: tuple[str, ...] = ()) -> str:
     """Mask key-like strings and the values of secret environment variables in free text."""
-    secrets = [s for s in extra_secrets if s and len(s) >= 6]
-    secrets.extend(v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= 6)
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(secret, MASK)
-    return _KEY_LIKE.sub(MASK, text)
+    return Redactor(extra_secrets).text(text)
+
+
+class Redactor:
+    """Masks secrets in text and in JSON values (recorded requests and responses shown in reports).
+
+    The secrets (values of secret-looking environment variables, plus any given) are read once, so
+    masking the thousands of strings of a run's recorded calls does not rescan the environment each time.
+    """
+
+    def __init__(self, extra_secrets: tuple[str, ...] = ()) -> None:
+        secrets = [s for s in extra_secrets if s and len(s) >= 6]
+        secrets.extend(v for k, v in os.environ.items() if _SECRET_ENV.search(k) and v and len(v) >= 6)
+        self._secrets = sorted(set(secrets), key=len, reverse=True)
+
+    def text(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, MASK)
+        return _KEY_LIKE.sub(MASK, text)
+
+    def value(self, value: Any) -> Any:
+        """A JSON value with every string masked as `text` does, and the whole value of a field named
+        like a secret (api_key, headers, authorization, ...) replaced by the mask."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        if isinstance(value, dict):
+            return {
+                key: MASK if str(key).lower() in SECRET_ARG_NAMES else self.value(item) for key, item in value.items()
+            }
+        return value

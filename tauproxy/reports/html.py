@@ -17,33 +17,46 @@ import json
 import re
 
 from tauproxy.data_model.result import ModelInfo, Results, SimulationRun
+from tauproxy.data_model.task import Task
 from tauproxy.reports.compare import SideBySide
 from tauproxy.reports.costs import CostSplit, Tally
 from tauproxy.reports.grid import GridCell
 from tauproxy.reports.html_assets import CSP, SCRIPT, STYLE
-from tauproxy.reports.html_trajectory import CHECK, trajectory_section
+from tauproxy.reports.html_data import PageData
+from tauproxy.reports.html_trajectory import CHECK, TrialSources, trajectory_section
 from tauproxy.reports.markup import cell, element, money, row, section, table
 from tauproxy.reports.paired import INTERVAL_NAMES
+from tauproxy.reports.recorded_calls import RecordedCalls, read_recorded_calls
 from tauproxy.reports.summary import ReportSummary
 from tauproxy.reports.svg import CostGroup, cost_chart, pass_hat_k_chart
 
 _SOURCE_MARK = {"live": "", "replayed": "r", "mixed": "m", "unknown": "?"}
 
 
-def render_html(summary: ReportSummary, results: Results, comparison: SideBySide | None = None) -> str:
+def render_html(
+    summary: ReportSummary,
+    results: Results,
+    comparison: SideBySide | None = None,
+    recorded: RecordedCalls | None = None,
+) -> str:
+    """The page. `recorded` holds the calls' raw bodies; by default they are read from the run's
+    cassette (recorded_calls.py), and a page without them says why in each trial."""
     anchors = _anchors(summary)
+    calls = read_recorded_calls(results) if recorded is None else recorded
+    data = PageData()
     body = "".join(
         [
-            _header(summary, results, comparison is not None),
+            _header(summary, results, comparison is not None, calls),
             _comparison(comparison) if comparison is not None else "",
             _scores(summary),
             _outcomes(summary),
             _costs(summary),
             _grid(summary, anchors),
-            _trajectories(results, anchors),
-            element("script", children=SCRIPT),
+            _trajectories(results, anchors, TrialSources(_tasks(results), results.info.agent_info, calls, data)),
         ]
     )
+    # The page scrolls inside its own box, not the window: see html_assets.py for why.
+    body = element("div", class_="page", children=body) + data.element() + element("script", children=SCRIPT)
     head = "".join(
         [
             element("meta", charset="utf-8"),
@@ -84,7 +97,7 @@ def _model(model: ModelInfo) -> str:
     return f"{model.llm}  {json.dumps(args, sort_keys=True)}" if args else model.llm
 
 
-def _header(summary: ReportSummary, results: Results, compared: bool = False) -> str:
+def _header(summary: ReportSummary, results: Results, compared: bool, calls: RecordedCalls) -> str:
     seeds = ", ".join(str(s) for s in summary.trial_seeds)
     facts = [
         *[(role, _model(model)) for role, model in summary.models.by_role()],
@@ -94,6 +107,7 @@ def _header(summary: ReportSummary, results: Results, compared: bool = False) ->
         ("domain content sha256", summary.domain_sha256),
         ("seeds", f"run seed {summary.seed}; trial seeds {seeds}"),
         ("results written", results.timestamp or "unknown"),
+        ("raw calls", calls.problem or f"from the cassette {calls.cassette} ({len(calls.by_sample_key)} calls found)"),
     ]
     if summary.sources:
         label = "merged from" if len(summary.sources) > 1 else "source"
@@ -381,9 +395,13 @@ def _grid_cell(task_id: str, trial: GridCell, anchors: dict[tuple[str, int], str
     return element("td", children=link, class_=f"cell {state} src-{trial.source}")
 
 
-def _trajectories(results: Results, anchors: dict[tuple[str, int], str]) -> str:
+def _tasks(results: Results) -> dict[str, Task]:
+    return {task.id: task for task in results.tasks}
+
+
+def _trajectories(results: Results, anchors: dict[tuple[str, int], str], sources: TrialSources) -> str:
     runs: dict[tuple[str, int], SimulationRun] = {}
     for run in results.simulations:
         runs.setdefault((run.task_id, run.trial), run)
-    pages = [trajectory_section(runs[key], anchor) for key, anchor in anchors.items() if key in runs]
+    pages = [trajectory_section(runs[key], anchor, sources) for key, anchor in anchors.items() if key in runs]
     return section("trajectories", "Trajectories", *pages)

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+# The page scrolls inside <body>, not the window: headless Chromium's --screenshot draws the document
+# from its top whatever the window's scroll, so a page opened at an anchor further down than the
+# window is tall came out blank; an inner scroll box is drawn at its scroll position. Print lays the
+# whole page out again.
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px 48px;color:#212529}
+html{height:100%;overflow:hidden}body{height:100%;overflow:auto;margin:0}body:focus{outline:none}
+@media print{html,body{height:auto;overflow:visible}}
+body{font-family:system-ui,sans-serif;color:#212529}.page{margin:0 auto;max-width:1200px;padding:0 16px 48px}
 h1{font-size:1.5em}h2{border-bottom:1px solid #dee2e6;padding-bottom:4px;margin-top:32px}
 dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px}dl.meta dt{font-weight:600}
 dl.meta dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
@@ -27,9 +33,20 @@ td.pass{background:#2f9e44}td.fail{background:#e03131}td.excluded{background:#f0
 #controls input[type=search]{width:24em;margin-left:16px}#match-count{margin-left:12px;color:#495057}
 pre.result{margin:2px 0;white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:.9em}
 details.result{margin:2px 0}details.result>summary{color:#495057;cursor:pointer}
+.task h5{margin:10px 0 4px;font-size:1em}.purpose{color:#495057;font-style:italic}
+dl.scenario{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:4px 0}
+dl.scenario dt{font-weight:600}dl.scenario dd{margin:0;white-space:pre-wrap}
+td.held{color:#2f9e44;font-weight:600}td.failed{color:#e03131;font-weight:600}td.unchecked{color:#868e96}
+td.code{font-family:ui-monospace,monospace;font-size:.9em}.absent{color:#868e96}
+details.prompt,details.raw,details.raw-full{margin:4px 0}
+details.prompt>summary,details.raw>summary{cursor:pointer;color:#495057}
+pre.lazy,details.prompt pre,details.raw pre{margin:2px 0;padding:6px;background:#f8f9fa;white-space:pre-wrap;
+font-family:ui-monospace,monospace;font-size:.85em;max-height:40em;overflow:auto}
+table.calls tr.raw td{border-top:none;padding:0 8px 4px}pre.lazy:empty::before{content:"(shown by the page's script)"}
 """
-# Filters and search, and opening the trajectory an anchor names (an anchor into a closed <details>
-# would land on a one-line summary). State comes from the URL too, so a link can carry it:
+# Filters and search; opening what an anchor names (a trajectory, or a call's raw body, inside closed
+# <details>); and filling folded bodies from the page's data when they are opened (html_data.py).
+# State comes from the URL too, so a link can carry it:
 # `report.html?only=failures&q=refund#trial-create_task-2`. Without script every trajectory stays
 # listed and the controls stay hidden. Defensive on purpose: the Chromium test asserts the page logs
 # no errors.
@@ -43,6 +60,7 @@ SCRIPT = """
   var sections = Array.prototype.slice.call(document.querySelectorAll("section.trajectory"));
   var gridRows = Array.prototype.slice.call(document.querySelectorAll("tr[data-outcome]"));
   var pinned = null;  // the trajectory an anchor opened stays shown whatever the filter
+  var data = null;
   function failing(element) { return element.getAttribute("data-outcome") !== "pass"; }
   function apply() {
     var onlyFailures = failuresBox.checked;
@@ -57,14 +75,54 @@ SCRIPT = """
     gridRows.forEach(function (row) { row.hidden = onlyFailures && !failing(row); });
     count.textContent = (onlyFailures || query) ? shown + " of " + sections.length + " trajectories shown" : "";
   }
+  function pageData() {
+    if (data === null) {
+      var block = document.getElementById("page-data");
+      data = block ? JSON.parse(block.textContent) : {values: [], requests: []};
+    }
+    return data;
+  }
+  function request(index, from) {
+    var stored = pageData().requests[index] || {};
+    var values = pageData().values;
+    var out = {};
+    Object.keys(stored).forEach(function (key) {
+      var value = stored[key];
+      if (key === "messages" && Array.isArray(value)) {
+        value = value.map(function (i) { return values[i]; });
+      } else if (key === "tools" && typeof value === "number") {
+        value = values[value];
+      }
+      out[key] = value;
+    });
+    return from === null ? out : (out.messages || []).slice(from);
+  }
+  function fill(details) {
+    Array.prototype.forEach.call(details.querySelectorAll("pre.lazy"), function (pre) {
+      if (pre.closest("details") !== details) { return; }  // a fold inside fills when it opens
+      var value = pre.hasAttribute("data-request")
+        ? request(Number(pre.getAttribute("data-request")),
+                  pre.hasAttribute("data-from") ? Number(pre.getAttribute("data-from")) : null)
+        : pageData().values[Number(pre.getAttribute("data-value"))];
+      pre.textContent = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+      pre.classList.remove("lazy");
+    });
+  }
+  function open(details) { details.open = true; fill(details); }
   function openTarget() {
     var id = decodeURIComponent(window.location.hash.slice(1));
     var target = id ? document.getElementById(id) : null;
-    if (!target || !target.classList.contains("trajectory")) { return; }
-    pinned = target;
-    apply();
-    var details = target.querySelector("details.trial");
-    if (details) { details.open = true; }
+    if (!target) { return; }
+    var trajectory = target.closest("section.trajectory");
+    if (trajectory) {
+      pinned = trajectory;
+      apply();
+      var trial = trajectory.querySelector("details.trial");
+      if (trial) { open(trial); }
+    }
+    for (var node = target; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") { open(node); }
+    }
     target.scrollIntoView();
   }
   failuresBox.checked = params.get("only") === "failures";
@@ -72,6 +130,10 @@ SCRIPT = """
   controls.hidden = false;
   failuresBox.addEventListener("change", apply);
   searchBox.addEventListener("input", apply);
+  // toggle does not bubble, but a listener on the document sees it while capturing.
+  document.addEventListener("toggle", function (event) {
+    if (event.target.tagName === "DETAILS" && event.target.open) { fill(event.target); }
+  }, true);
   document.addEventListener("click", function (event) {
     var link = event.target.closest ? event.target.closest("a[href^='#']") : null;
     // A link to the hash already in the URL fires no hashchange: open its trajectory all the same.
@@ -80,5 +142,8 @@ SCRIPT = """
   window.addEventListener("hashchange", openTarget);
   apply();
   openTarget();
+  // The page scrolls inside <body> (see the style sheet): focus it so the keys scroll it at once.
+  document.body.tabIndex = -1;
+  document.body.focus({preventScroll: true});
 })();
 """

@@ -1,22 +1,41 @@
-"""One trajectory as an HTML section: messages, tool calls and results, reward checks, model calls."""
+"""One trajectory as an HTML section: the task panel, the agent's prompt, messages, tool calls and
+results, the reward, and every model call with its raw request and response."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any
 
+from tauproxy.data_model.call import CallRecord
 from tauproxy.data_model.message import Message
-from tauproxy.data_model.result import SimulationRun
+from tauproxy.data_model.result import ModelInfo, SimulationRun
+from tauproxy.data_model.task import Task
 from tauproxy.reports.grid import call_source
+from tauproxy.reports.html_data import PageData, lazy_request, lazy_value
+from tauproxy.reports.html_task import prompt_panel, task_panel
 from tauproxy.reports.markup import cell, element, row, table
 from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, is_success
-from tauproxy.reports.trajectory import reward_checks, tool_names_by_call
+from tauproxy.reports.recorded_calls import RecordedCalls
+from tauproxy.reports.trajectory import tool_names_by_call
 
 SOURCE_LABELS = {"live": "live", "replay": "replayed", "shared": "shared"}
 
 CHECK = {True: "✓", False: "✗"}
 
 
-def trajectory_section(run: SimulationRun, anchor: str) -> str:
+@dataclass(frozen=True)
+class TrialSources:
+    """What a trajectory section shows beside the trial itself: the run's tasks by id, the agent
+    that played, the recorded bodies of the run's calls, and the page data those go into."""
+
+    tasks: dict[str, Task]
+    agent: ModelInfo
+    calls: RecordedCalls
+    data: PageData
+
+
+def trajectory_section(run: SimulationRun, anchor: str, sources: TrialSources) -> str:
     """A <details> page the grid links to by `anchor`; collapsed so a long report stays scannable."""
     success = is_success(run)
     reward = run.reward_info.reward if run.reward_info else None
@@ -26,9 +45,12 @@ def trajectory_section(run: SimulationRun, anchor: str) -> str:
     )
     mark = element("span", CHECK[success], class_="mark-pass" if success else "mark-fail")
     parts = [
+        task_panel(run, sources.tasks.get(run.task_id)),
+        prompt_panel(run, sources.agent, sources.calls, sources.data),
+        element("h4", "Conversation"),
         messages_block(run.messages),
         reward_block(run),
-        calls_block(run),
+        calls_block(run, anchor, sources),
         element("p", children=element("a", "back to the grid", href="#grid")),
     ]
     if run.error:
@@ -116,32 +138,84 @@ def pretty_json(content: str) -> str | None:
 
 
 def reward_block(run: SimulationRun) -> str:
+    """The reward and its parts; which criteria held is in the task panel above."""
     info = run.reward_info
     if info is None:
         return element("h4", "Reward") + element("p", "not evaluated")
     breakdown = ", ".join(f"{basis} {value:g}" for basis, value in (info.reward_breakdown or {}).items())
     basis = ", ".join(info.reward_basis or [])
     line = f"reward {info.reward:g}; basis {basis or 'none'}; breakdown {breakdown or 'none'}"
-    checks = [row(cell(c.kind), cell(CHECK[c.met]), cell(c.label), cell(c.detail)) for c in reward_checks(info)]
-    return (
-        element("h4", "Reward") + element("p", line) + (table(["check", "", "what", "why"], checks) if checks else "")
+    return element("h4", "Reward") + element("p", line)
+
+
+CALL_HEADERS = ["#", "role", "source", "model", "tokens in/out", "cost", "latency"]
+
+
+def calls_block(run: SimulationRun, anchor: str, sources: TrialSources) -> str:
+    """One row per call (live or replayed, cost, latency), each followed by its raw request and
+    response, folded; a call's body has its own anchor, `<trial anchor>-call-<index>`."""
+    title = element("h4", "Model calls")
+    if not run.calls:
+        return title + element("p", "none recorded (live or replayed unknown)")
+    recorded = sources.calls
+    rows: list[str] = []
+    previous: dict[str, CallRecord] = {}
+    for call in sorted(run.calls, key=lambda c: c.index):
+        rows.append(
+            row(
+                cell(str(call.index), number=True),
+                cell(call.role),
+                cell(SOURCE_LABELS[call.source], class_=f"src-{call.source}"),
+                cell(call.model),
+                cell(f"{call.usage.prompt_tokens}/{call.usage.completion_tokens}", number=True),
+                cell("unknown" if call.cost_usd is None else f"${call.cost_usd:.6f}", number=True),
+                cell(f"{call.latency_s:.3f}s", number=True),
+            )
+        )
+        if recorded.problem is None:
+            body = _raw_call(call, previous.get(call.role), f"{anchor}-call-{call.index}", sources)
+            rows.append(element("tr", class_="raw", children=element("td", colspan=len(CALL_HEADERS), children=body)))
+        previous[call.role] = call
+    absent = (
+        element("p", f"Raw requests and responses: {recorded.problem}.", class_="absent") if recorded.problem else ""
+    )
+    return title + absent + table(CALL_HEADERS, rows, class_="calls")
+
+
+def _raw_call(call: CallRecord, before: CallRecord | None, anchor: str, sources: TrialSources) -> str:
+    """A call's request (the messages new since the same role's previous call, and the whole body)
+    and its response, pretty-printed and masked, folded; filled in from the page data when opened."""
+    found = sources.calls.of(call)
+    if found is None:
+        return element("p", f"raw request and response: {sources.calls.absence(call)}", id=anchor, class_="absent")
+    request, data = found.request, sources.data
+    messages = _list(request.get("messages"))
+    earlier = sources.calls.of(before) if before is not None else None
+    start = 0
+    if earlier is not None:
+        previous = _list(earlier.request.get("messages"))
+        start = len(previous) if messages[: len(previous)] == previous else 0
+    since = f"{len(messages) - start} new since call #{before.index}" if before is not None and start else "all new"
+    tools = len(_list(request.get("tools")))
+    summary = element("summary", f"request and response: {len(messages)} messages ({since}), {tools} tools")
+    index = data.request(request)
+    full = element("details", class_="raw-full", children=element("summary", "whole request") + lazy_request(index))
+    return element(
+        "details",
+        class_="raw",
+        id=anchor,
+        children="".join(
+            [
+                summary,
+                element("p", f"new messages (from #{start})" if start else "messages"),
+                lazy_request(index, start),
+                full,
+                element("p", "response"),
+                lazy_value(data, found.response),
+            ]
+        ),
     )
 
 
-def calls_block(run: SimulationRun) -> str:
-    if not run.calls:
-        return element("h4", "Model calls") + element("p", "none recorded (live or replayed unknown)")
-    rows = [
-        row(
-            cell(str(c.index), number=True),
-            cell(c.role),
-            cell(SOURCE_LABELS[c.source], class_=f"src-{c.source}"),
-            cell(c.model),
-            cell(f"{c.usage.prompt_tokens}/{c.usage.completion_tokens}", number=True),
-            cell("unknown" if c.cost_usd is None else f"${c.cost_usd:.6f}", number=True),
-            cell(f"{c.latency_s:.3f}s", number=True),
-        )
-        for c in run.calls
-    ]
-    headers = ["#", "role", "source", "model", "tokens in/out", "cost", "latency"]
-    return element("h4", "Model calls") + table(headers, rows)
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,100 @@
+"""The recorded request and response of each model call of a run, read from the run's cassette.
+
+The results keep what a call cost and where its answer came from (`CallRecord`); the bodies sit in
+the cassette the run recorded into (`RunInfo.cassette`), found by each call's sample key. The
+cassette is opened read-only (`create=False`) and every body is masked (tauproxy.redact) before
+anything shows it. `RunInfo.cassette` is the path as the run was given it, so a relative one is
+looked for from the working directory, then from the run's own file and the folders above it.
+When there is no cassette, or a call is not in it, `absence` says so in one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from tauproxy.data_model.call import CallRecord
+from tauproxy.data_model.result import Results
+from tauproxy.errors import CassetteError
+from tauproxy.redact import Redactor
+from tauproxy.results.provenance import sources_of
+from tauproxy.store.cassette import Cassette
+from tauproxy.store.format import CALLS_FILE
+
+
+class RecordedCall(BaseModel):
+    """One call as the cassette holds it, secrets masked: the canonical request
+    ({model, messages, tools, tool_choice, **params}) and the chat-completions answer."""
+
+    request: dict[str, Any]
+    response: dict[str, Any]
+
+
+class RecordedCalls(BaseModel):
+    """The bodies of a run's calls by sample key, and where they were read from (or why not)."""
+
+    cassette: str | None = None
+    problem: str | None = None
+    by_sample_key: dict[str, RecordedCall] = {}
+
+    def of(self, call: CallRecord) -> RecordedCall | None:
+        return self.by_sample_key.get(call.sample_key)
+
+    def absence(self, call: CallRecord | None = None) -> str:
+        """Why a call (or, without one, every call) has no body to show, in one line."""
+        if self.problem is not None:
+            return self.problem
+        return f"not in the cassette {self.cassette} (sample key {call.sample_key[:12]})" if call else ""
+
+
+def read_recorded_calls(results: Results) -> RecordedCalls:
+    recorded = results.info.cassette
+    if recorded is None:
+        return RecordedCalls(problem="the run recorded no cassette, so the raw requests and responses are not kept")
+    directory = find_cassette(recorded, sources_of(results))
+    if directory is None:
+        return RecordedCalls(problem=f"the run's cassette {recorded} is not found, so its raw calls cannot be shown")
+    try:
+        cassette = Cassette.open(directory, create=False)
+    except (CassetteError, OSError) as exc:
+        return RecordedCalls(problem=f"the run's cassette {directory} cannot be read: {exc}")
+    redactor = Redactor()
+    found: dict[str, RecordedCall] = {}
+    try:
+        for run in results.simulations:
+            for call in run.calls:
+                if call.sample_key in found:
+                    continue
+                entry = cassette.lookup(call.sample_key)
+                if entry is None:
+                    continue
+                try:
+                    request, response = cassette.request_of(entry), cassette.response_of(entry)
+                except CassetteError:
+                    continue  # content the entry refers to is missing: shown as not in the cassette
+                found[call.sample_key] = RecordedCall(
+                    request=redactor.value(request), response=redactor.value(response)
+                )
+    finally:
+        cassette.close()
+    return RecordedCalls(cassette=str(directory), by_sample_key=found)
+
+
+def find_cassette(recorded: str, sources: list[str]) -> Path | None:
+    """The cassette directory a run names: as written when absolute, else from the working
+    directory, then from each source file's folder and those above it (a run is often reported
+    from elsewhere than where it ran)."""
+    path = Path(recorded)
+    if path.name == CALLS_FILE:
+        path = path.parent
+    if path.is_absolute():
+        return path if (path / CALLS_FILE).is_file() else None
+    bases = [Path.cwd()]
+    for source in sources:
+        bases.extend([Path(source).absolute(), *Path(source).absolute().parents])
+    for base in dict.fromkeys(bases):
+        if (base / path / CALLS_FILE).is_file():
+            return base / path
+    return None
