@@ -197,7 +197,9 @@ def _raw_call(call: CallRecord, before: CallRecord | None, anchor: str, sources:
         start = len(previous) if messages[: len(previous)] == previous else 0
     since = f"{len(messages) - start} new since call #{before.index}" if before is not None and start else "all new"
     tools = len(_list(request.get("tools")))
-    summary = element("summary", f"request and response: {len(messages)} messages ({since}), {tools} tools")
+    summary = element(
+        "summary", f"request and response: {len(messages)} messages ({since}), {tools} tool{'s' * (tools != 1)}"
+    )
     index = data.request(request)
     full = element("details", class_="raw-full", children=element("summary", "whole request") + lazy_request(index))
     return element(
