@@ -105,7 +105,7 @@ SCRIPT = """
                   pre.hasAttribute("data-from") ? Number(pre.getAttribute("data-from")) : null)
         : pageData().values[Number(pre.getAttribute("data-value"))];
       pre.textContent = typeof value === "string" ? value : JSON.stringify(value, null, 2);
-      pre.classList.remove("lazy");
+      pre.removeAttribute("class");
     });
   }
   function open(details) { details.open = true; fill(details); }

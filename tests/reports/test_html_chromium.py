@@ -1,6 +1,7 @@
 """The HTML report in a real browser: headless Chromium renders the charts, runs the page's script
-without a console error, and takes screenshots (plain, and with the failures filter from the URL).
-The DOM the browser dumps after the script ran shows the filter, the search and the anchors at work.
+without a console error, and takes screenshots (plain, with the failures filter from the URL, and
+opened at anchors far down the page, which once came out blank). The DOM the browser dumps after the
+script ran shows the filter, the search, the anchors and the raw call bodies at work.
 
 Chromium prints page console messages to stderr under --enable-logging=stderr as lines like
 `[...:INFO:CONSOLE:1] "Uncaught Error: boom", source: file:///... (1)`, at INFO level whatever the
@@ -10,6 +11,7 @@ first test proves the detector fires on a page that throws.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -96,9 +98,11 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Results]:
-    """One priced mock run (so the cost charts are drawn) whose slips give both passes and failures."""
+    """One priced mock run (so the cost charts are drawn) whose slips give both passes and failures,
+    recorded into a cassette (so each call has its raw bodies)."""
     tmp = tmp_path_factory.mktemp("html")
-    run_dir = mock_run(tmp / "run", trials=3, seed=2, extra=("--prices", str(DEMO_PRICES)))
+    extra = ("--prices", str(DEMO_PRICES), "--cassette", str(tmp / "cassette"))
+    run_dir = mock_run(tmp / "run", trials=3, seed=2, extra=extra)
     page = tmp / "report.html"
     invoke_cli("report", str(run_dir), "--html", str(page))
     return page, Results.model_validate(results_json(run_dir))
@@ -194,3 +198,29 @@ def test_search_keeps_the_trajectories_that_contain_the_text(report: tuple[Path,
     shown = {name for name, tag in sections(dom).items() if "hidden" not in tag}
     assert shown == expected, f"case-insensitive search for {word!r}"
     assert f"{len(shown)} of {len(results.simulations)} trajectories shown" in dom
+
+
+def test_a_page_opened_at_an_anchor_far_down_shows_it(report: tuple[Path, Results], tmp_path: Path) -> None:
+    """Headless Chromium draws a screenshot from the document's top whatever the window's scroll, so a
+    page that scrolled the window to a trajectory came out blank; the page scrolls in its own box."""
+    page, results = report
+    last = results.simulations[-1]
+    shot = screenshot(tmp_path, "anchor", f"{page.as_uri()}#{anchor(last)}")
+    assert shot.stat().st_size > 20_000
+    screenshot(tmp_path, "grid", f"{page.as_uri()}#grid")
+
+
+def test_a_call_anchor_opens_its_trial_and_fills_its_raw_bodies(report: tuple[Path, Results], tmp_path: Path) -> None:
+    page, results = report
+    target = results.simulations[1]
+    call = target.calls[-1]
+    call_anchor = f"{anchor(target)}-call-{call.index}"
+    dom = dom_of(tmp_path, f"{page.as_uri()}#{call_anchor}")
+    assert dom.count('<details class="trial" open') == 1
+    opened = dom.split(f'id="{call_anchor}"')[1].split("</details></td></tr>")[0]
+    new_messages, response = re.findall(r'<pre data-(?:request|value)="\d+"[^>]*>(.*?)</pre>', opened, re.S)
+    assert json.loads(unescape(new_messages)) and json.loads(unescape(response))["choices"]
+    assert opened.count('class="lazy"') == 1, "the whole request, folded inside, fills when it is opened"
+    assert '"role": "assistant"' in unescape(opened) and '"choices": [' in unescape(opened)
+    untouched = dom.split(f'id="{anchor(results.simulations[0])}"')[1].split('<section class="trajectory"')[0]
+    assert 'class="lazy"' in untouched, "other trials fill in only when opened"
