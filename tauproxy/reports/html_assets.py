@@ -36,7 +36,8 @@ details.result{margin:2px 0}details.result>summary{color:#495057;cursor:pointer}
 .task h5{margin:10px 0 4px;font-size:1em}.purpose{color:#495057;font-style:italic}
 dl.scenario{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:4px 0}
 dl.scenario dt{font-weight:600}dl.scenario dd{margin:0;white-space:pre-wrap}
-td.held{color:#2f9e44;font-weight:600}td.failed{color:#e03131;font-weight:600}td.unchecked{color:#868e96}
+td.held,td.failed,td.unchecked{white-space:nowrap}td.held{color:#2f9e44;font-weight:600}
+td.failed{color:#e03131;font-weight:600}td.unchecked{color:#868e96}
 td.code{font-family:ui-monospace,monospace;font-size:.9em}.absent{color:#868e96}
 details.prompt,details.raw,details.raw-full{margin:4px 0}
 details.prompt>summary,details.raw>summary{cursor:pointer;color:#495057}
@@ -108,7 +109,27 @@ SCRIPT = """
       pre.removeAttribute("class");
     });
   }
-  function open(details) { details.open = true; fill(details); }
+  function add(parent, tag, text, attributes) {
+    var made = document.createElement(tag);
+    made.textContent = text;
+    Object.keys(attributes).forEach(function (name) { made.setAttribute(name, attributes[name]); });
+    parent.appendChild(made);
+    return made;
+  }
+  function build(details) {
+    // A call's raw bodies come as attributes of its fold (html_trajectory.py): laid out when opened.
+    if (!details.classList.contains("raw") || details.querySelector("pre")) { return; }
+    var request = details.getAttribute("data-request");
+    var from = details.getAttribute("data-from");
+    add(details, "p", from === "0" ? "messages" : "new messages (from #" + from + ")", {});
+    add(details, "pre", "", {"class": "lazy", "data-request": request, "data-from": from});
+    var whole = add(details, "details", "", {"class": "raw-full"});
+    add(whole, "summary", "whole request", {});
+    add(whole, "pre", "", {"class": "lazy", "data-request": request});
+    add(details, "p", "response", {});
+    add(details, "pre", "", {"class": "lazy", "data-value": details.getAttribute("data-response")});
+  }
+  function open(details) { details.open = true; build(details); fill(details); }
   function openTarget() {
     var id = decodeURIComponent(window.location.hash.slice(1));
     var target = id ? document.getElementById(id) : null;
@@ -132,7 +153,7 @@ SCRIPT = """
   searchBox.addEventListener("input", apply);
   // toggle does not bubble, but a listener on the document sees it while capturing.
   document.addEventListener("toggle", function (event) {
-    if (event.target.tagName === "DETAILS" && event.target.open) { fill(event.target); }
+    if (event.target.tagName === "DETAILS" && event.target.open) { build(event.target); fill(event.target); }
   }, true);
   document.addEventListener("click", function (event) {
     var link = event.target.closest ? event.target.closest("a[href^='#']") : null;

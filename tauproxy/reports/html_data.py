@@ -4,10 +4,11 @@ The requests of one trial repeat the conversation so far, and every trial of a r
 system prompt and tools, so writing each call's request out would grow a 50x4 report by the square
 of a conversation's length. Instead the page carries one `<script type="application/json">` block:
 `values` (each distinct message, tool list, response or text, once) and `requests` (each call's
-request with its messages and tools given as indexes into `values`). A folded `<pre>` names what it
-shows (`data-value`, or `data-request` with an optional `data-from`, the first message to show) and
-the page's script fills it in when it is unfolded (html_assets.py; until then the style sheet
-writes a placeholder into the empty `<pre>`, so the page carries no placeholder text per body).
+request with its messages and tools given as indexes into `values`). A folded `<pre>` names the
+value it shows (`data-value`); a call's folded `<details>` names its request, its first new message
+and its response (`data-request`, `data-from`, `data-response`). The page's script fills them in
+when they are unfolded (html_assets.py); until then the style sheet writes a placeholder into an
+empty `<pre>`, so the page carries no placeholder text per body.
 """
 
 from __future__ import annotations
@@ -61,8 +62,3 @@ class PageData:
 def lazy_value(data: PageData, value: Any) -> str:
     """A `<pre>` the script fills with `value` (text as it is, JSON pretty-printed)."""
     return element("pre", class_="lazy", data_value=data.value(value))
-
-
-def lazy_request(request_index: int, first_message: int | None = None) -> str:
-    """A `<pre>` the script fills with a stored request, or (with `first_message`) its messages from there on."""
-    return element("pre", class_="lazy", data_request=request_index, data_from=first_message)

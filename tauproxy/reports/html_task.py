@@ -202,7 +202,8 @@ def prompt_panel(run: SimulationRun, agent: ModelInfo, calls: RecordedCalls, dat
     digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
     checked = ""
     if agent.system_prompt_sha256:
-        checked = ", the run's" if digest == agent.system_prompt_sha256 else ", not the run's recorded one"
+        same = digest == agent.system_prompt_sha256
+        checked = " (as the run recorded it)" if same else " (the run recorded another)"
     where = f"sent in call #{first.index}" if first is not None else "sent"
     found = _POLICY.search(prompt)
     instructions = (_POLICY.sub("", prompt).strip() if found else prompt) or "(empty)"

@@ -12,7 +12,7 @@ from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import ModelInfo, SimulationRun
 from tauproxy.data_model.task import Task
 from tauproxy.reports.grid import call_source
-from tauproxy.reports.html_data import PageData, lazy_request, lazy_value
+from tauproxy.reports.html_data import PageData
 from tauproxy.reports.html_task import prompt_panel, task_panel
 from tauproxy.reports.markup import cell, element, row, table
 from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, is_success
@@ -200,22 +200,17 @@ def _raw_call(call: CallRecord, before: CallRecord | None, anchor: str, sources:
     summary = element(
         "summary", f"request and response: {len(messages)} messages ({since}), {tools} tool{'s' * (tools != 1)}"
     )
-    index = data.request(request)
-    full = element("details", class_="raw-full", children=element("summary", "whole request") + lazy_request(index))
+    # Only the summary is written; the page's script lays out the folded bodies (new messages, the
+    # whole request, the response) from these attributes when the call is opened: a 50x4 run has
+    # thousands of calls, and the same few elements per call would be most of the page.
     return element(
         "details",
+        children=summary,
         class_="raw",
         id=anchor,
-        children="".join(
-            [
-                summary,
-                element("p", f"new messages (from #{start})" if start else "messages"),
-                lazy_request(index, start),
-                full,
-                element("p", "response"),
-                lazy_value(data, found.response),
-            ]
-        ),
+        data_request=data.request(request),
+        data_from=start,
+        data_response=data.value(found.response),
     )
 
 

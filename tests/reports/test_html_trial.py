@@ -188,7 +188,7 @@ def test_raw_calls_come_from_the_cassette_masked_each_message_stored_once(tmp_pa
     second = trial.split(f'id="{anchor}-call-1"', 1)[1].split("</details></td></tr>", 1)[0]
     assert "4 messages (2 new since call #0), 1 tool" in unescape(second)
     assert 'data-request="1" data-from="2"' in second, "the second call shows its new messages"
-    (response,) = [int(i) for i in re.findall(r'<pre class="lazy" data-value="(\d+)">', second)]
+    (response,) = [int(i) for i in re.findall(r'data-response="(\d+)"', second)]
     assert data["values"][response]["choices"][0]["message"]["content"] == "Done."
     assert "raw calls" in page and str(tmp_path / "cassette") in unescape(page.split("</header>")[0])
 
