@@ -148,6 +148,17 @@ def _criteria(criteria: EvaluationCriteria | None, info: RewardInfo | None) -> s
         verdict = judged.get(text)
         held, why = (verdict.met, verdict.justification) if verdict else (None, "")
         rows.append(_criterion(RewardType.NL_ASSERTION, text, basis, held, why))
+    listed = {
+        RewardType.ACTION: criteria.actions,
+        RewardType.ENV_ASSERTION: criteria.env_assertions,
+        RewardType.COMMUNICATE: criteria.communicate_info,
+        RewardType.NL_ASSERTION: criteria.nl_assertions,
+    }
+    for kind, items in listed.items():
+        if kind in basis and not items:  # in the reward with nothing to check: its part is 1
+            rows.append(
+                _criterion(kind, "none listed, so nothing can fail", basis, None, "its part of the reward is 1")
+            )
     names = ", ".join(kind.value for kind in criteria.reward_basis)
     line = element("p", f"reward basis: {names} (a criterion whose kind is not in it does not change the reward)")
     return title + line + (table(["kind", "criterion", "in reward", "this trial", "why"], rows) if rows else "")
@@ -194,7 +205,12 @@ def prompt_panel(run: SimulationRun, agent: ModelInfo, calls: RecordedCalls, dat
     first = next((call for call in sorted(run.calls, key=lambda c: c.index) if call.role == "agent"), None)
     prompt = _system_text(calls, first)
     if prompt is None:
-        why = "no agent call was recorded" if first is None else calls.absence(first)
+        if first is not None:
+            why = calls.absence(first)
+        elif run.calls:
+            why = "the trial made no agent call"
+        else:
+            why = "the results keep no call records for this trial (τ²-bench files keep none)"
         digest = (
             f"; its sha256 in the results is {agent.system_prompt_sha256[:12]}" if agent.system_prompt_sha256 else ""
         )

@@ -274,3 +274,30 @@ def test_a_page_without_recorded_calls_still_lists_them() -> None:
     results.simulations[0].messages = [Message(role="assistant", content="hi")]
     page = page_of(results)
     assert "the run recorded no cassette" in page and "unknown" in page.split('<table class="calls">')[1]
+
+
+def test_a_kind_in_the_reward_with_nothing_listed_says_so() -> None:
+    results = graded_results()
+    task = results.tasks[0]
+    assert task.evaluation_criteria is not None
+    criteria = task.evaluation_criteria.model_copy(
+        update={"communicate_info": [], "reward_basis": [RewardType.DB, RewardType.COMMUNICATE]}
+    )
+    run = results.simulations[0]
+    assert run.reward_info is not None
+    info = run.reward_info.model_copy(update={"reward_basis": criteria.reward_basis})
+    results = results.model_copy(
+        update={
+            "tasks": [task.model_copy(update={"evaluation_criteria": criteria})],
+            "simulations": [run.model_copy(update={"reward_info": info})],
+        }
+    )
+    page = page_of(results)
+    rows = {row[0]: row for row in rows_of(trial_of(page, f"trial-{task.id}-0")) if len(row) == 5}
+    assert rows["COMMUNICATE"][1:] == [
+        "none listed, so nothing can fail",
+        "yes",
+        "not checked",
+        "its part of the reward is 1",
+    ]
+    assert "the results keep no call records for this trial" in unescape(page), "no calls, so no prompt to show"
