@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from tauproxy.reports.markup import element
+from tauproxy.reports.recorded_calls import RecordedCall
 
 DATA_ID = "page-data"
 
@@ -29,22 +30,27 @@ class PageData:
         self._index: dict[str, int] = {}
         self._requests: list[dict[str, Any]] = []
 
-    def value(self, value: Any) -> int:
-        """The index of `value`, added if no equal value is there yet."""
-        key = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    def value(self, value: Any, content_hash: str | None = None) -> int:
+        """The index of `value`, added if no equal value is there yet. Values are told apart by their
+        canonical JSON, or by a content hash the caller has (the cassette's), which is cheaper."""
+        key = "#" + content_hash if content_hash is not None else json.dumps(value, sort_keys=True, ensure_ascii=False)
         index = self._index.get(key)
         if index is None:
             index = self._index[key] = len(self._values)
             self._values.append(value)
         return index
 
-    def request(self, request: dict[str, Any]) -> int:
-        """The index of a request whose messages (and tools) are stored as values, each once."""
-        stored = dict(request)
-        if isinstance(request.get("messages"), list):
-            stored["messages"] = [self.value(message) for message in request["messages"]]
-        if isinstance(request.get("tools"), list):
-            stored["tools"] = self.value(request["tools"])
+    def request(self, call: RecordedCall) -> int:
+        """The index of a call's request, its messages and tools stored as values, each once."""
+        stored = dict(call.request)
+        messages = call.request.get("messages")
+        if isinstance(messages, list):
+            hashes: list[str | None] = list(call.message_keys) if len(call.message_keys) == len(messages) else []
+            stored["messages"] = [
+                self.value(message, hashes[n] if hashes else None) for n, message in enumerate(messages)
+            ]
+        if isinstance(call.request.get("tools"), list):
+            stored["tools"] = self.value(call.request["tools"], call.tools_key)
         self._requests.append(stored)
         return len(self._requests) - 1
 

@@ -189,11 +189,11 @@ def _raw_call(call: CallRecord, before: CallRecord | None, anchor: str, sources:
     if found is None:
         return element("p", f"raw request and response: {sources.calls.absence(call)}", id=anchor, class_="absent")
     request, data = found.request, sources.data
-    messages = _list(request.get("messages"))
+    messages = found.message_keys
     earlier = sources.calls.of(before) if before is not None else None
     start = 0
     if earlier is not None:
-        previous = _list(earlier.request.get("messages"))
+        previous = earlier.message_keys  # content hashes: equal lists, equal messages
         start = len(previous) if messages[: len(previous)] == previous else 0
     since = f"{len(messages) - start} new since call #{before.index}" if before is not None and start else "all new"
     tools = len(_list(request.get("tools")))
@@ -208,7 +208,7 @@ def _raw_call(call: CallRecord, before: CallRecord | None, anchor: str, sources:
         children=summary,
         class_="raw",
         id=anchor,
-        data_request=data.request(request),
+        data_request=data.request(found),
         data_from=start,
         data_response=data.value(found.response),
     )

@@ -21,15 +21,22 @@ from tauproxy.errors import CassetteError
 from tauproxy.redact import Redactor
 from tauproxy.results.provenance import sources_of
 from tauproxy.store.cassette import Cassette
+from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.format import CALLS_FILE
 
 
 class RecordedCall(BaseModel):
     """One call as the cassette holds it, secrets masked: the canonical request
-    ({model, messages, tools, tool_choice, **params}) and the chat-completions answer."""
+    ({model, messages, tools, tool_choice, **params}) and the chat-completions answer.
+
+    `message_keys` and `tools_key` are the cassette's content hashes of the request's messages and
+    tools: equal hashes, equal content, so a page can store each once without comparing them.
+    """
 
     request: dict[str, Any]
     response: dict[str, Any]
+    message_keys: list[str] = []
+    tools_key: str | None = None
 
 
 class RecordedCalls(BaseModel):
@@ -60,7 +67,7 @@ def read_recorded_calls(results: Results) -> RecordedCalls:
         cassette = Cassette.open(directory, create=False)
     except (CassetteError, OSError) as exc:
         return RecordedCalls(problem=f"the run's cassette {directory} cannot be read: {exc}")
-    redactor = Redactor()
+    reading = _Reading(cassette)
     found: dict[str, RecordedCall] = {}
     try:
         for run in results.simulations:
@@ -71,15 +78,49 @@ def read_recorded_calls(results: Results) -> RecordedCalls:
                 if entry is None:
                     continue
                 try:
-                    request, response = cassette.request_of(entry), cassette.response_of(entry)
+                    found[call.sample_key] = reading.call(entry)
                 except CassetteError:
                     continue  # content the entry refers to is missing: shown as not in the cassette
-                found[call.sample_key] = RecordedCall(
-                    request=redactor.value(request), response=redactor.value(response)
-                )
     finally:
         cassette.close()
     return RecordedCalls(cassette=str(directory), by_sample_key=found)
+
+
+class _Reading:
+    """Reads calls with each stored message and tool list loaded and masked once: the requests of a
+    trial repeat its conversation and every request repeats the tools, so reading each request whole
+    (`Cassette.request_of`) would load and mask the same content over and over."""
+
+    def __init__(self, cassette: Cassette) -> None:
+        self._reader = cassette.reader
+        self._redactor = Redactor()
+        self._messages: dict[str, Any] = {}
+        self._blobs: dict[str, Any] = {}
+
+    def call(self, entry: CassetteEntry) -> RecordedCall:
+        # The same fields, in the same order, as CassetteReader.request_of.
+        stored = entry.request
+        keys = self._reader.message_hashes(entry)
+        request: dict[str, Any] = {"model": stored.model, "messages": [self._message(key) for key in keys]}
+        if stored.tools is not None:
+            request["tools"] = self._blob(stored.tools)
+        if stored.tool_choice is not None:
+            request["tool_choice"] = self._redactor.value(stored.tool_choice)
+        request.update(self._redactor.value(stored.params))
+        response = self._redactor.value(self._reader.response_of(entry))
+        return RecordedCall.model_construct(
+            request=request, response=response, message_keys=keys, tools_key=stored.tools
+        )
+
+    def _message(self, key: str) -> Any:
+        if key not in self._messages:
+            self._messages[key] = self._redactor.value(self._reader.message(key))
+        return self._messages[key]
+
+    def _blob(self, key: str) -> Any:
+        if key not in self._blobs:
+            self._blobs[key] = self._redactor.value(self._reader.blob(key))
+        return self._blobs[key]
 
 
 def find_cassette(recorded: str, sources: list[str]) -> Path | None:
