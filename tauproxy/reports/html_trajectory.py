@@ -153,7 +153,8 @@ CALL_HEADERS = ["#", "role", "source", "model", "tokens in/out", "cost", "latenc
 
 def calls_block(run: SimulationRun, anchor: str, sources: TrialSources) -> str:
     """One row per call (live or replayed, cost, latency), each followed by its raw request and
-    response, folded; a call's body has its own anchor, `<trial anchor>-call-<index>`."""
+    response, folded; a call's body has its own anchor, `<trial anchor>/call-<index>` (no trial
+    anchor holds a `/`, so no call anchor can be one)."""
     title = element("h4", "Model calls")
     if not run.calls:
         return title + element("p", "none recorded (live or replayed unknown)")
@@ -161,9 +162,15 @@ def calls_block(run: SimulationRun, anchor: str, sources: TrialSources) -> str:
     rows: list[str] = []
     previous: dict[str, CallRecord] = {}
     for call in sorted(run.calls, key=lambda c: c.index):
+        call_anchor = f"{anchor}/call-{call.index}"
+        number = str(call.index)
+        if recorded.problem is None:  # the number links the call's body, to share one call
+            number_cell = element("td", class_="num", children=element("a", number, href=f"#{call_anchor}"))
+        else:
+            number_cell = cell(number, number=True)
         rows.append(
             row(
-                cell(str(call.index), number=True),
+                number_cell,
                 cell(call.role),
                 cell(SOURCE_LABELS[call.source], class_=f"src-{call.source}"),
                 cell(call.model),
@@ -173,7 +180,7 @@ def calls_block(run: SimulationRun, anchor: str, sources: TrialSources) -> str:
             )
         )
         if recorded.problem is None:
-            body = _raw_call(call, previous.get(call.role), f"{anchor}-call-{call.index}", sources)
+            body = _raw_call(call, previous.get(call.role), call_anchor, sources)
             rows.append(element("tr", class_="raw", children=element("td", colspan=len(CALL_HEADERS), children=body)))
         previous[call.role] = call
     absent = (

@@ -214,7 +214,7 @@ def test_a_call_anchor_opens_its_trial_and_fills_its_raw_bodies(report: tuple[Pa
     page, results = report
     target = results.simulations[1]
     call = target.calls[-1]
-    call_anchor = f"{anchor(target)}-call-{call.index}"
+    call_anchor = f"{anchor(target)}/call-{call.index}"
     dom = dom_of(tmp_path, f"{page.as_uri()}#{call_anchor}")
     assert dom.count('<details class="trial" open') == 1
     opened = dom.split(f'id="{call_anchor}"')[1].split("</details></td></tr>")[0]

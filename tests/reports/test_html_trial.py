@@ -185,7 +185,9 @@ def test_raw_calls_come_from_the_cassette_masked_each_message_stored_once(tmp_pa
     assert sum(value == TOOLS for value in data["values"]) == 1
     anchor = f"trial-{results.simulations[0].task_id}-0"
     trial = trial_of(page, anchor)
-    second = trial.split(f'id="{anchor}-call-1"', 1)[1].split("</details></td></tr>", 1)[0]
+    links = re.findall(r'href="#([^"]+/call-\d+)"', trial)
+    assert links == [f"{anchor}/call-0", f"{anchor}/call-1"] == re.findall(r'id="([^"]+/call-\d+)"', trial)
+    second = trial.split(f'id="{anchor}/call-1"', 1)[1].split("</details></td></tr>", 1)[0]
     assert "4 messages (2 new since call #0), 1 tool" in unescape(second)
     assert 'data-request="1" data-from="2"' in second, "the second call shows its new messages"
     (response,) = [int(i) for i in re.findall(r'data-response="(\d+)"', second)]
