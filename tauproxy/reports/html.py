@@ -55,8 +55,7 @@ def render_html(
             _trajectories(results, anchors, TrialSources(_tasks(results), results.info.agent_info, calls, data)),
         ]
     )
-    # The page scrolls inside its own box, not the window: see html_assets.py for why.
-    body = element("div", class_="page", children=body) + data.element() + element("script", children=SCRIPT)
+    body += data.element() + element("script", children=SCRIPT)
     head = "".join(
         [
             element("meta", charset="utf-8"),

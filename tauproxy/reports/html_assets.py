@@ -1,16 +1,18 @@
-"""The HTML report's inline style sheet and script, and the content policy that allows only them."""
+"""The HTML report's inline style sheet and script, and the content policy that allows only them.
+
+The body, not the window, is what scrolls (full width, the column centred by its padding): headless
+Chromium paints a window scrolled to an anchor blank in its screenshots, and a page opened at
+`#trial-…` is one a reader shares. Printing lets the page flow again.
+"""
 
 from __future__ import annotations
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
-# The page scrolls inside <body>, not the window: headless Chromium's --screenshot draws the document
-# from its top whatever the window's scroll, so a page opened at an anchor further down than the
-# window is tall came out blank; an inner scroll box is drawn at its scroll position. Print lays the
-# whole page out again.
 STYLE = """
-html{height:100%;overflow:hidden}body{height:100%;overflow:auto;margin:0}body:focus{outline:none}
+html{height:100%;overflow:hidden}
+body{font-family:system-ui,sans-serif;color:#212529;height:100%;overflow:auto;margin:0;box-sizing:border-box;
+padding:0 max(16px,calc((100% - 1200px)/2)) 48px}
 @media print{html,body{height:auto;overflow:visible}}
-body{font-family:system-ui,sans-serif;color:#212529}.page{margin:0 auto;max-width:1200px;padding:0 16px 48px}
 h1{font-size:1.5em}h2{border-bottom:1px solid #dee2e6;padding-bottom:4px;margin-top:32px}
 dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px}dl.meta dt{font-weight:600}
 dl.meta dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
@@ -43,7 +45,8 @@ details.prompt,details.raw,details.raw-full{margin:4px 0}
 details.prompt>summary,details.raw>summary{cursor:pointer;color:#495057}
 pre.lazy,details.prompt pre,details.raw pre{margin:2px 0;padding:6px;background:#f8f9fa;white-space:pre-wrap;
 font-family:ui-monospace,monospace;font-size:.85em;max-height:40em;overflow:auto}
-table.calls tr.raw td{border-top:none;padding:0 8px 4px}pre.lazy:empty::before{content:"(shown by the page's script)"}
+table.calls tr.raw td{border-top:none;padding:0 8px 4px}body:focus{outline:none}
+pre.lazy:empty::before{content:"(shown by the page's script)"}
 """
 # Filters and search; opening what an anchor names (a trajectory, or a call's raw body, inside closed
 # <details>); and filling folded bodies from the page's data when they are opened (html_data.py).
