@@ -56,6 +56,14 @@ def report_command(
         ),
     ] = None,
     full: Annotated[bool, flag("--full", help="Also print the per-task cost table and the task x trial grid.")] = False,
+    cassette: Annotated[
+        Path | None,
+        typer.Option(
+            "--cassette",
+            help="Cassette holding the run's calls, for the raw requests and responses in --html "
+            "(default: the one the results name; a run made through serve names none).",
+        ),
+    ] = None,
 ) -> None:
     """Report pass^1..pass^k with 95% intervals, rewards, terminations, calls and cost."""
     from tauproxy.errors import ConfigError
@@ -65,6 +73,8 @@ def report_command(
     from tauproxy_cli.report_view import print_summary
 
     exports = output_format is not ReportFormat.TABLE
+    if cassette is not None and html is None:
+        raise ConfigError("--cassette gives the HTML report its raw calls; give --html FILE too")
     if json_output and exports:
         raise ConfigError(f"--json and --format {output_format.value} both choose what is printed; give one of them")
     if against:
@@ -72,7 +82,7 @@ def report_command(
             raise ConfigError(f"--against compares runs; --format {output_format.value} exports one")
         candidate = load_runs(runs, run_log)
         baseline = load_runs(against)
-        _print_side_by_side([(_label(against), baseline), (_label(runs), candidate)], json_output, html)
+        _print_side_by_side([(_label(against), baseline), (_label(runs), candidate)], json_output, html, cassette)
         return
     from tauproxy.reports.load import split_solo
 
@@ -89,15 +99,17 @@ def report_command(
 
         agents = group_by_agent([(str(path), load_any_results(path)) for path in runs])
         if len(agents) > 1:
-            _print_side_by_side(agents, json_output, html)
+            _print_side_by_side(agents, json_output, html, cassette)
             return
     results = load_runs(runs, run_log)
     summary = summarize(results)
     if html is not None:
         from tauproxy.reports.html import render_html
+        from tauproxy.reports.recorded_calls import read_recorded_calls
 
+        recorded = read_recorded_calls(results, cassette)
         try:
-            html.write_text(render_html(summary, results), encoding="utf-8")
+            html.write_text(render_html(summary, results, recorded=recorded), encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"{html}: cannot write the HTML report: {exc}") from None
         err_console.print(f"html report: {html}")
@@ -131,7 +143,9 @@ def _label(paths: list[Path]) -> str:
     return " + ".join(str(path) for path in paths)
 
 
-def _print_side_by_side(runs: list[tuple[str, Results]], json_output: bool, html: Path | None) -> None:
+def _print_side_by_side(
+    runs: list[tuple[str, Results]], json_output: bool, html: Path | None, cassette: Path | None = None
+) -> None:
     """Each run's report in short and the paired comparison of each later run with the first."""
     from tauproxy.errors import ConfigError
     from tauproxy.reports.compare import render_side_by_side, side_by_side
@@ -140,11 +154,13 @@ def _print_side_by_side(runs: list[tuple[str, Results]], json_output: bool, html
     report = side_by_side(runs)
     if html is not None:
         from tauproxy.reports.html import render_html
+        from tauproxy.reports.recorded_calls import read_recorded_calls
 
         # The page is the last run's report (the candidate) with the comparison section on top.
         last = report.runs[-1]
+        recorded = read_recorded_calls(runs[-1][1], cassette)
         try:
-            html.write_text(render_html(last.summary, runs[-1][1], report), encoding="utf-8")
+            html.write_text(render_html(last.summary, runs[-1][1], report, recorded), encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"{html}: cannot write the HTML report: {exc}") from None
         err_console.print(f"html report: {html}")

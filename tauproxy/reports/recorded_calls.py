@@ -5,7 +5,8 @@ the cassette the run recorded into (`RunInfo.cassette`), found by each call's sa
 cassette is opened read-only (`create=False`) and every body is masked (tauproxy.redact) before
 anything shows it. `RunInfo.cassette` is the path as the run was given it, so a relative one is
 looked for from the working directory, then from the run's own file and the folders above it.
-When there is no cassette, or a call is not in it, `absence` says so in one line.
+When there is no cassette, or a call is not in it, `absence` says so in one line. A run made through
+`tauproxy serve` names no cassette; `report --cassette DIR` gives serve's.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import BaseModel
 
 from tauproxy.data_model.call import CallRecord
 from tauproxy.data_model.result import Results
-from tauproxy.errors import CassetteError
+from tauproxy.errors import CassetteError, ConfigError
 from tauproxy.redact import Redactor
 from tauproxy.results.provenance import sources_of
 from tauproxy.store.cassette import Cassette
@@ -56,13 +57,22 @@ class RecordedCalls(BaseModel):
         return f"not in the cassette {self.cassette} (sample key {call.sample_key[:12]})" if call else ""
 
 
-def read_recorded_calls(results: Results) -> RecordedCalls:
-    recorded = results.info.cassette
-    if recorded is None:
-        return RecordedCalls(problem="the run recorded no cassette, so the raw requests and responses are not kept")
-    directory = find_cassette(recorded, sources_of(results))
-    if directory is None:
-        return RecordedCalls(problem=f"the run's cassette {recorded} is not found, so its raw calls cannot be shown")
+def read_recorded_calls(results: Results, cassette_dir: Path | None = None) -> RecordedCalls:
+    """The bodies of the run's calls from `cassette_dir` when given (a run made through `tauproxy
+    serve` names none: its calls are in serve's cassette), else from the cassette the run names."""
+    if cassette_dir is not None:
+        directory = find_cassette(str(cassette_dir), [])
+        if directory is None:
+            raise ConfigError(f"{cassette_dir}: no cassette there (no {CALLS_FILE})")
+    else:
+        recorded = results.info.cassette
+        if recorded is None:
+            return RecordedCalls(
+                problem="the run recorded no cassette (for a run made through serve, give report --cassette)"
+            )
+        directory = find_cassette(recorded, sources_of(results))
+        if directory is None:
+            return RecordedCalls(problem=f"the run's cassette {recorded} is not found (report --cassette names it)")
     try:
         cassette = Cassette.open(directory, create=False)
     except (CassetteError, OSError) as exc:

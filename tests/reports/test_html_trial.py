@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import invoke_cli
 from recordings import recording
-from report_runs import tiny_results
+from report_runs import mock_run, tiny_results
 
 from tauproxy.data_model.call import CallRecord
 from tauproxy.data_model.message import Message
@@ -303,3 +304,21 @@ def test_a_kind_in_the_reward_with_nothing_listed_says_so() -> None:
         "its part of the reward is 1",
     ]
     assert "the results keep no call records for this trial" in unescape(page), "no calls, so no prompt to show"
+
+
+def test_report_cassette_gives_the_raw_calls_of_a_run_whose_cassette_moved(tmp_path: Path) -> None:
+    """A run made through serve names no cassette, and a moved one is not found: `--cassette` says where."""
+    run_dir = mock_run(tmp_path / "run", trials=1, extra=("--cassette", str(tmp_path / "recorded")))
+    (tmp_path / "recorded").rename(tmp_path / "moved")
+    page = tmp_path / "report.html"
+    invoke_cli("report", str(run_dir), "--html", str(page))
+    assert "is not found" in page.read_text() and 'class="raw"' not in page.read_text()
+    invoke_cli("report", str(run_dir), "--html", str(page), "--cassette", str(tmp_path / "moved"))
+    text = unescape(page.read_text())
+    assert f"from the cassette {tmp_path / 'moved'}" in text and 'class="raw"' in text
+    for args, message in (
+        (("--cassette", str(tmp_path / "moved")), "give --html FILE too"),
+        (("--html", str(page), "--cassette", str(tmp_path / "nowhere")), "no cassette there"),
+    ):
+        failed = invoke_cli("report", str(run_dir), *args, check=False)
+        assert failed.returncode == 2 and message in failed.stderr and len(failed.stderr.strip().splitlines()) == 1
