@@ -5,7 +5,10 @@ external reference shows up as a console error instead of a silent fetch. Sectio
 (who played which role, prices, versions, domain hash, seeds), scores with the pass^k chart,
 terminations and reward bases, cost by role (with its chart, left out when every amount is $0), by
 model and by task, the per-task grid, and one collapsible section per trajectory that the grid cells
-link to (`#trial-<task>-<trial>` opens it). The script filters to failures and searches text across
+link to (`#trial-<task>-<trial>` opens it): its task and which criteria held, the agent's prompt, the
+conversation, and each model call with its raw request and response from the run's cassette
+(html_trajectory.py, html_task.py, recorded_calls.py; the bodies sit once in the page's data block,
+html_data.py). The script filters to failures and searches text across
 the trajectories; `?only=failures&q=TEXT` in the URL sets both. With a side-by-side comparison (`report A
 --against B`, or runs of different agents), a comparison section follows the header: each run's
 scores, and the paired differences with their intervals and the exact test.
