@@ -28,7 +28,7 @@ HELD = {True: "✓ held", False: "✗ failed", None: "not checked"}
 def task_panel(run: SimulationRun, task: Task | None) -> str:
     if task is None:
         checks = reward_checks(run.reward_info)
-        note = element("p", f"The task {run.task_id} is not in these results; the checks its reward ran:")
+        note = element("p", f"Task {run.task_id}: its definition is not at hand here; the checks its reward ran:")
         return element("h4", "Task") + note + (_checks_table(checks) if checks else "")
     parts = [element("h4", f"Task {task.id}")]
     purpose = _purpose(task)

@@ -35,8 +35,11 @@ class TrialSources:
     data: PageData
 
 
-def trajectory_section(run: SimulationRun, anchor: str, sources: TrialSources) -> str:
-    """A <details> page the grid links to by `anchor`; collapsed so a long report stays scannable."""
+def trajectory_section(run: SimulationRun, anchor: str, sources: TrialSources | None = None) -> str:
+    """A <details> page the grid links to by `anchor`; collapsed so a long report stays scannable.
+
+    Without `sources` (a trial shown on another run's page, as a comparison shows its baseline's),
+    the task panel lists the checks the trial's reward ran, and the calls have no raw bodies."""
     success = is_success(run)
     reward = run.reward_info.reward if run.reward_info else None
     title = (
@@ -44,9 +47,15 @@ def trajectory_section(run: SimulationRun, anchor: str, sources: TrialSources) -
         f"{run.termination_reason.value} · calls {call_source(run)}"
     )
     mark = element("span", CHECK[success], class_="mark-pass" if success else "mark-fail")
+    if sources is not None:
+        about = [
+            task_panel(run, sources.tasks.get(run.task_id)),
+            prompt_panel(run, sources.agent, sources.calls, sources.data),
+        ]
+    else:
+        about = [task_panel(run, None)]
     parts = [
-        task_panel(run, sources.tasks.get(run.task_id)),
-        prompt_panel(run, sources.agent, sources.calls, sources.data),
+        *about,
         element("h4", "Conversation"),
         messages_block(run.messages),
         reward_block(run),
@@ -151,20 +160,21 @@ def reward_block(run: SimulationRun) -> str:
 CALL_HEADERS = ["#", "role", "source", "model", "tokens in/out", "cost", "latency"]
 
 
-def calls_block(run: SimulationRun, anchor: str, sources: TrialSources) -> str:
+def calls_block(run: SimulationRun, anchor: str, sources: TrialSources | None) -> str:
     """One row per call (live or replayed, cost, latency), each followed by its raw request and
     response, folded; a call's body has its own anchor, `<trial anchor>/call-<index>` (no trial
     anchor holds a `/`, so no call anchor can be one)."""
     title = element("h4", "Model calls")
     if not run.calls:
         return title + element("p", "none recorded (live or replayed unknown)")
-    recorded = sources.calls
+    recorded = sources.calls if sources is not None else None
+    raw = recorded is not None and recorded.problem is None
     rows: list[str] = []
     previous: dict[str, CallRecord] = {}
     for call in sorted(run.calls, key=lambda c: c.index):
         call_anchor = f"{anchor}/call-{call.index}"
         number = str(call.index)
-        if recorded.problem is None:  # the number links the call's body, to share one call
+        if raw:  # the number links the call's body, to share one call
             number_cell = element("td", class_="num", children=element("a", number, href=f"#{call_anchor}"))
         else:
             number_cell = cell(number, number=True)
@@ -179,13 +189,12 @@ def calls_block(run: SimulationRun, anchor: str, sources: TrialSources) -> str:
                 cell(f"{call.latency_s:.3f}s", number=True),
             )
         )
-        if recorded.problem is None:
+        if raw and sources is not None:
             body = _raw_call(call, previous.get(call.role), call_anchor, sources)
             rows.append(element("tr", class_="raw", children=element("td", colspan=len(CALL_HEADERS), children=body)))
         previous[call.role] = call
-    absent = (
-        element("p", f"Raw requests and responses: {recorded.problem}.", class_="absent") if recorded.problem else ""
-    )
+    problem = recorded.problem if recorded is not None else None
+    absent = element("p", f"Raw requests and responses: {problem}.", class_="absent") if problem else ""
     return title + absent + table(CALL_HEADERS, rows, class_="calls")
 
 

@@ -28,6 +28,7 @@ from tauproxy.data_model.task import Action, EvaluationCriteria, RewardType
 from tauproxy.redact import MASK, Redactor
 from tauproxy.reports.html import render_html
 from tauproxy.reports.html_data import DATA_ID
+from tauproxy.reports.html_trajectory import trajectory_section
 from tauproxy.reports.recorded_calls import find_cassette, read_recorded_calls
 from tauproxy.reports.summary import summarize
 from tauproxy.store.cassette import Cassette
@@ -127,7 +128,7 @@ def test_checks_of_a_task_the_results_do_not_hold_are_still_listed() -> None:
     results = graded_results()
     page = page_of(results.model_copy(update={"tasks": []}))
     panel = unescape(trial_of(page, f"trial-{results.simulations[0].task_id}-0"))
-    assert "is not in these results" in panel
+    assert "its definition is not at hand here" in panel
     assert "The agent explains the 30-day rule." in panel and "✗ failed" in panel
 
 
@@ -322,3 +323,13 @@ def test_report_cassette_gives_the_raw_calls_of_a_run_whose_cassette_moved(tmp_p
     ):
         failed = invoke_cli("report", str(run_dir), *args, check=False)
         assert failed.returncode == 2 and message in failed.stderr and len(failed.stderr.strip().splitlines()) == 1
+
+
+def test_a_trial_shown_without_its_run_lists_its_checks_and_calls() -> None:
+    """As a comparison shows its baseline's flipped trials: no task, prompt or raw bodies at hand."""
+    results = graded_results()
+    call = CallRecord(index=0, role="agent", model="m", key="k", sample_key="s", source="replay", cost_usd=None)
+    run = results.simulations[0].model_copy(update={"calls": [call]})
+    section = unescape(trajectory_section(run, "baseline-trial-x-0"))
+    assert "its definition is not at hand here" in section and "✗ failed" in section
+    assert "unknown" in section and 'class="raw"' not in section and "/call-" not in section
