@@ -50,11 +50,11 @@ class RecordedCalls(BaseModel):
     def of(self, call: CallRecord) -> RecordedCall | None:
         return self.by_sample_key.get(call.sample_key)
 
-    def absence(self, call: CallRecord | None = None) -> str:
-        """Why a call (or, without one, every call) has no body to show, in one line."""
+    def absence(self, call: CallRecord) -> str:
+        """Why a call has no body to show, in one line."""
         if self.problem is not None:
             return self.problem
-        return f"not in the cassette {self.cassette} (sample key {call.sample_key[:12]})" if call else ""
+        return f"not in the cassette {self.cassette} (sample key {call.sample_key[:12]})"
 
 
 def read_recorded_calls(results: Results, cassette_dir: Path | None = None) -> RecordedCalls:
