@@ -114,7 +114,8 @@ def side_by_side(runs: Sequence[tuple[str, Results]], seed: int = 0) -> SideBySi
     return SideBySide(runs=compared, comparisons=comparisons)
 
 
-def _model(model: ModelInfo) -> str:
+def agent_text(model: ModelInfo) -> str:
+    """Model, arguments and prompt hash: what tells two agents apart."""
     args = f" {json.dumps(model.llm_args, sort_keys=True)}" if model.llm_args else ""
     prompt = f" (prompt {model.system_prompt_sha256[:12]})" if model.system_prompt_sha256 else ""
     return f"{model.llm}{args}{prompt}"
@@ -132,7 +133,7 @@ def render_side_by_side(report: SideBySide) -> str:
     for index, run in enumerate(report.runs):
         summary = run.summary
         role = "baseline" if index == 0 else "candidate"
-        lines.append(f"[{role}] {run.label}: agent {_model(run.agent)}")
+        lines.append(f"[{role}] {run.label}: agent {agent_text(run.agent)}")
         scores = []
         for k in ks:
             value = summary.pass_hat_k.get(k)
