@@ -26,6 +26,7 @@ from tauproxy_cli.run_input import RUN_ARGUMENT, RUN_LOG_HELP
 
 if TYPE_CHECKING:
     from tauproxy.data_model.result import Results
+    from tauproxy.store.cassette import Cassette
 
 
 class ReportFormat(StrEnum):
@@ -137,7 +138,7 @@ def _print_side_by_side(runs: list[tuple[str, Results]], json_output: bool, html
     from tauproxy.reports.compare import render_side_by_side, side_by_side
     from tauproxy_cli.output import err_console, out_console, print_json, warn
 
-    report = side_by_side(runs)
+    report = side_by_side(runs, cassettes=_named_cassettes(runs))
     if html is not None:
         from tauproxy.reports.html import render_html
 
@@ -155,6 +156,22 @@ def _print_side_by_side(runs: list[tuple[str, Results]], json_output: bool, html
         for note in run.summary.notes:
             warn(f"{run.label}: {note}")
     out_console.print(render_side_by_side(report), markup=False, soft_wrap=True)
+
+
+def _named_cassettes(runs: list[tuple[str, Results]]) -> list[Cassette]:
+    """The cassettes the runs recorded into (RunInfo.cassette), for the flipped trials' exact request
+    diffs; one that is no longer there is said and skipped, since the comparison stands without it."""
+    from tauproxy.errors import CassetteError
+    from tauproxy.store.cassette import Cassette
+    from tauproxy_cli.output import warn
+
+    cassettes: list[Cassette] = []
+    for name in dict.fromkeys(results.info.cassette for _, results in runs if results.info.cassette):
+        try:
+            cassettes.append(Cassette.open(Path(name), create=False))
+        except CassetteError as exc:
+            warn(f"{exc}: the flipped trials show no request diffs from it")
+    return cassettes
 
 
 def _print_coordination(dual: Results, solo: Results, json_output: bool) -> None:

@@ -35,7 +35,7 @@ def render_html(summary: ReportSummary, results: Results, comparison: SideBySide
     body = "".join(
         [
             _header(summary, results, comparison is not None),
-            comparison_section(comparison) if comparison is not None else "",
+            comparison_section(comparison, anchors) if comparison is not None else "",
             _scores(summary),
             _outcomes(summary),
             _costs(summary),

@@ -1,10 +1,18 @@
-"""The HTML report's inline style sheet and script, and the content policy that allows only them."""
+"""The HTML report's inline style sheet and script, and the content policy that allows only them.
+
+The body, not the window, is what scrolls (full width, the column centred by its padding): headless
+Chromium paints a window scrolled to an anchor blank in its screenshots, and a page opened at
+`#trial-…` is one a reader shares. Printing lets the page flow again.
+"""
 
 from __future__ import annotations
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px 48px;color:#212529}
+html{height:100%;overflow:hidden}
+body{font-family:system-ui,sans-serif;color:#212529;height:100%;overflow:auto;margin:0;box-sizing:border-box;
+padding:0 max(16px,calc((100% - 1200px)/2)) 48px}
+@media print{html,body{height:auto;overflow:visible}}
 h1{font-size:1.5em}h2{border-bottom:1px solid #dee2e6;padding-bottom:4px;margin-top:32px}
 dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px}dl.meta dt{font-weight:600}
 dl.meta dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
