@@ -63,6 +63,8 @@ def index_runs(root: Path, out: Path) -> RunsIndex:
     The index page itself is `render_runs_index` (tauproxy/reports/html_runs_index.py)."""
     if not root.is_dir():
         raise ConfigError(f"{root}: no such directory")
+    if not out.parent.is_dir():
+        raise ConfigError(f"{out}: cannot write the page: no directory {out.parent}")
     reports = out.parent / REPORTS_DIR
     runs: list[IndexedRun] = []
     skipped: list[SkippedFile] = []
