@@ -103,3 +103,15 @@ def test_comparison_page_shows_request_diffs_from_the_cassette_the_runs_name(tmp
     cassette.rename(tmp_path / "gone")
     result = invoke_cli("report", str(slips), "--against", str(base), "--html", str(html))
     assert "no cassette at" in result.stderr and "request diff (cassette)" not in html.read_text()
+
+
+def test_every_link_of_a_page_comparing_three_agents_has_its_target(runs: dict[str, Path], tmp_path: Path) -> None:
+    third = mock_run(tmp_path / "third", trials=2, agent="scripted/oracle?error_rate=0.5")
+    html = tmp_path / "three.html"
+    invoke_cli("report", str(runs["base"]), str(runs["slips"]), str(third), "--html", str(html))
+    page = html.read_text()
+    ids = set(re.findall(r' id="([^"]+)"', page))
+    links = re.findall(r'href="#([^"]+)"', page)
+    assert [link for link in links if link not in ids] == []
+    # The middle run is no baseline and not the page's own: its flipped trials are added under their own names.
+    assert 'href="#candidate1-trial-' in page and 'href="#baseline-trial-' in page
