@@ -150,7 +150,7 @@ def _flip_row(flip: FlippedTrial, baseline: Anchors, candidate: Anchors) -> str:
         where.append(f"call #{found.call_index} ({found.call_role})")
     diffs = "".join(
         element("details", class_="diff", children=element("summary", title) + element("pre", text, class_="diff"))
-        for title, text in (("first difference", found.message_diff), ("request diff (cassette)", found.request_diff))
+        for title, text in ((_FIRST_DIFFERENCE, found.message_diff), ("request diff (cassette)", found.request_diff))
         if text
     )
     why = element("p", ", ".join(where) or "same messages") + element("p", found.detail) + diffs
@@ -169,6 +169,10 @@ def _flip_row(flip: FlippedTrial, baseline: Anchors, candidate: Anchors) -> str:
         element("td", children=element("br").join(links)),
     ]
     return element("tr", data_direction=flip.direction, children="".join(cells))
+
+
+# The message diff is written A (the baseline) to B (the candidate), as `diff` prints it.
+_FIRST_DIFFERENCE = "first difference (A baseline, B candidate)"
 
 
 def _reward(value: float | None) -> str:
