@@ -65,6 +65,29 @@ def test_index_filters_by_the_text_in_the_url(pages: dict[str, Path], tmp_path: 
     assert shown == ["team/slips"] and "1 of 2 runs shown" in dom
 
 
+def test_index_header_clicks_sort_and_typing_filters(pages: dict[str, Path], tmp_path: Path) -> None:
+    """What a reader does, played by a script appended to a copy of the page (the page's policy allows
+    inline script): one click on pass^1 sorts it ascending, a second descending; typing filters."""
+    clicks = """<script>
+      var button = document.querySelector('th[data-key="pass1"] button');
+      button.click();
+      document.body.setAttribute("data-first", Array.prototype.map.call(
+        document.querySelectorAll("#runs tbody tr"), function (row) { return row.cells[0].getAttribute("data-sort"); }
+      ).join(","));
+      button.click();
+      var box = document.getElementById("filter");
+      box.value = "Oracle?";
+      box.dispatchEvent(new Event("input"));
+    </script>"""
+    played = tmp_path / "played.html"
+    played.write_text(pages["index"].read_text().replace("</body>", clicks + "</body>"))
+    dom = dom_of(tmp_path, played.as_uri())
+    assert 'data-first="team/slips,base"' in dom, "first click: ascending pass^1, the slipping run first"
+    rows = index_rows(dom)
+    assert [row["run"] for row, _ in rows] == ["base", "team/slips"], "second click: descending"
+    assert [row["run"] for row, hidden in rows if not hidden] == ["team/slips"] and "1 of 2 runs shown" in dom
+
+
 def test_comparison_links_open_both_trajectories_of_a_flip(pages: dict[str, Path], tmp_path: Path) -> None:
     flip = json.loads(pages["diff"].read_text())["flips"][0]
     url = pages["comparison"].as_uri()
