@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from html import unescape
 from pathlib import Path
 
@@ -28,6 +29,9 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = mock_run(root / "base", trials=2, agent="scripted/oracle")
     mock_run(root / "nested" / "deeper" / "slips", trials=2, agent="scripted/oracle?error_rate=0.9")
     write_tau2_export(base, root / "tau2" / "base_export.json")
+    cut = root / "cut_short"
+    shutil.copytree(base, cut)
+    (cut / "results.json").unlink()  # what a killed run leaves: run.json, tasks.json, simulations.jsonl
     (root / "tau2" / "base_export_results.json").write_text(json.dumps({"metrics": {"pass_at_k": {"1": 1.0}}}))
     (root / "nested" / "package.json").write_text(json.dumps({"name": "not a run"}))
     (root / "broken.json").write_text("{not json")
@@ -52,7 +56,7 @@ def test_index_lists_every_run_with_a_link_to_its_report(tree: Path, tmp_path: P
     result = invoke_cli("view", str(tree), "--html", str(out))
     page = out.read_text()
     rows = rows_of(page)
-    assert sorted(row["run"] for row in rows) == ["base", "nested/deeper/slips", "tau2/base_export.json"]
+    assert sorted(row["run"] for row in rows) == ["base", "cut_short", "nested/deeper/slips", "tau2/base_export.json"]
     by_run = {row["run"]: row for row in rows}
     assert by_run["base"]["agent"] == "scripted/oracle" and by_run["base"]["pass1"] == "1.0"
     assert by_run["base"]["trials"] == "20" and by_run["base"]["domain"] == "mock"
@@ -65,7 +69,8 @@ def test_index_lists_every_run_with_a_link_to_its_report(tree: Path, tmp_path: P
     assert by_run["tau2/base_export.json"]["live"] == ""
     # Each run links to its report, written beside the index, a full report of that run.
     links = re.findall(r'<a href="(runs/[^"]+\.html)">', page)
-    assert len(links) == 3
+    assert len(links) == 4
+    assert "1 note (hover)" in page and "the run did not finish" in page  # the cut-short run says so
     for link in links:
         assert "<title>tauproxy report: mock</title>" in (out.parent / link).read_text()
     assert (out.parent / "runs" / "nested__deeper__slips.html").exists()
@@ -77,7 +82,7 @@ def test_index_lists_every_run_with_a_link_to_its_report(tree: Path, tmp_path: P
     ]:
         assert re.search(rf"<code>{re.escape(name)}</code><span>: [^<]*{reason}", page), name
         assert name in result.stderr
-    assert "ignored.json" not in page and "3 runs" in result.stderr
+    assert "ignored.json" not in page and "4 runs" in result.stderr
     assert 'src="http' not in page and 'href="http' not in page
 
 
