@@ -2,7 +2,7 @@
 
 `view RUN --html OUT` writes the run's HTML report; `view DIR --html OUT`, on a directory that is not
 a run (no results.json) but holds runs, writes the runs index (tauproxy/reports/runs_index.py): one
-page listing every run under DIR, each run's report written beside it in `runs/`.
+page listing every run under DIR, each run's report written beside it in `OUT_files/`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def view_command(
         typer.Option(
             "--html",
             help="Write a self-contained HTML page to this file: the run's report, or for a directory "
-            "holding runs, an index of every run under it (their reports go in runs/ beside it).",
+            "holding runs, an index of every run under it (their reports go in NAME_files/ beside NAME.html).",
         ),
     ] = None,
 ) -> None:
@@ -85,14 +85,14 @@ def view_command(
 
 def _write_runs_index(root: Path, out: Path) -> None:
     from tauproxy.reports.html_runs_index import render_runs_index
-    from tauproxy.reports.runs_index import REPORTS_DIR, index_runs
+    from tauproxy.reports.runs_index import index_runs, reports_dir
     from tauproxy_cli.output import note
 
     index = index_runs(root, out)
     _write(out, render_runs_index(index))
     for skipped in index.skipped:
         note(f"{root / skipped.path}: skipped, {skipped.reason}")
-    note(f"runs index: {out} ({len(index.runs)} runs; their reports in {out.parent / REPORTS_DIR})")
+    note(f"runs index: {out} ({len(index.runs)} runs; their reports in {reports_dir(out)})")
 
 
 def _write_report(run: Path, run_log: Path | None, out: Path) -> None:

@@ -6,8 +6,9 @@ Every other `.json` file is skipped with the reason (a τ² metrics file `NAME_r
 is not results, one that cannot be read): a directory of runs holds other things, and one bad file
 must not hide the rest. Directories whose name starts with a dot (.git, .venv) are not searched.
 
-Each run's own report (the full HTML report) is written beside the index, in `runs/` next to OUT,
-named after the run's path under DIR, so the index and its reports move together as one folder.
+Each run's own report (the full HTML report) is written beside the index, in `NAME_files/` next to
+`NAME.html` (as a browser saves a page), named after the run's path under DIR: the index and its
+reports move together as one folder, and `view runs --html runs.html` writes nothing into runs/.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ from tauproxy.reports.summary import ReportSummary, summarize
 from tauproxy.results.load import load_any_results
 from tauproxy.results.run_dir import RESULTS_FILE, RUN_INFO_FILE, SIMULATIONS_FILE, read_text
 from tauproxy.results.tau2_format import looks_like_tau2_metrics, looks_like_tau2_simulations
-
-REPORTS_DIR = "runs"
 
 
 class IndexedRun(BaseModel):
@@ -52,20 +51,25 @@ class RunsIndex(BaseModel):
     skipped: list[SkippedFile]
 
 
+def reports_dir(out: Path) -> Path:
+    """Where the index page `out` keeps the runs' reports: `NAME_files/` beside `NAME.html`."""
+    return out.parent / f"{out.stem}_files"
+
+
 def is_run_dir(path: Path) -> bool:
     """A tauproxy run directory: finished (results.json) or cut short (run.json and simulations.jsonl)."""
     return (path / RESULTS_FILE).is_file() or ((path / RUN_INFO_FILE).is_file() and (path / SIMULATIONS_FILE).exists())
 
 
 def index_runs(root: Path, out: Path) -> RunsIndex:
-    """Read every run under `root`, write each one's report into `runs/` beside `out`; the index.
+    """Read every run under `root`, write each one's report into `reports_dir(out)`; the index.
 
     The index page itself is `render_runs_index` (tauproxy/reports/html_runs_index.py)."""
     if not root.is_dir():
         raise ConfigError(f"{root}: no such directory")
     if not out.parent.is_dir():
         raise ConfigError(f"{out}: cannot write the page: no directory {out.parent}")
-    reports = out.parent / REPORTS_DIR
+    reports = reports_dir(out)
     runs: list[IndexedRun] = []
     skipped: list[SkippedFile] = []
     used: set[str] = set()
@@ -78,7 +82,7 @@ def index_runs(root: Path, out: Path) -> RunsIndex:
         summary = summarize(loaded)
         page = f"{_slug(name, used)}.html"
         _write(reports / page, render_html(summary, loaded))
-        runs.append(IndexedRun(path=name, timestamp=loaded.timestamp, summary=summary, report=f"{REPORTS_DIR}/{page}"))
+        runs.append(IndexedRun(path=name, timestamp=loaded.timestamp, summary=summary, report=f"{reports.name}/{page}"))
     if not runs:
         said = "".join(f"; {s.path}: {s.reason}" for s in skipped[:3])
         raise ConfigError(f"{root}: no runs under it (no results.json, no τ²-bench simulations file){said}")

@@ -68,12 +68,12 @@ def test_index_lists_every_run_with_a_link_to_its_report(tree: Path, tmp_path: P
     # τ² files keep no costs: unknown, sorted last, never $0.
     assert by_run["tau2/base_export.json"]["live"] == ""
     # Each run links to its report, written beside the index, a full report of that run.
-    links = re.findall(r'<a href="(runs/[^"]+\.html)">', page)
+    links = re.findall(r'<a href="(index_files/[^"]+\.html)">', page)
     assert len(links) == 4
     assert "1 note (hover)" in page and "the run did not finish" in page  # the cut-short run says so
     for link in links:
         assert "<title>tauproxy report: mock</title>" in (out.parent / link).read_text()
-    assert (out.parent / "runs" / "nested__deeper__slips.html").exists()
+    assert (out.parent / "index_files" / "nested__deeper__slips.html").exists()
     # Files that are not runs are listed with why, and said on stderr; hidden directories are not searched.
     for name, reason in [
         ("broken.json", "not JSON"),
