@@ -26,6 +26,7 @@ from tauproxy_cli.run_input import RUN_ARGUMENT, RUN_LOG_HELP
 
 if TYPE_CHECKING:
     from tauproxy.data_model.result import Results
+    from tauproxy.store.cassette import Cassette
 
 
 class ReportFormat(StrEnum):
@@ -151,7 +152,7 @@ def _print_side_by_side(
     from tauproxy.reports.compare import render_side_by_side, side_by_side
     from tauproxy_cli.output import err_console, out_console, print_json, warn
 
-    report = side_by_side(runs)
+    report = side_by_side(runs, cassettes=_named_cassettes(runs))
     if html is not None:
         from tauproxy.reports.html import render_html
         from tauproxy.reports.recorded_calls import read_recorded_calls
@@ -171,6 +172,27 @@ def _print_side_by_side(
         for note in run.summary.notes:
             warn(f"{run.label}: {note}")
     out_console.print(render_side_by_side(report), markup=False, soft_wrap=True)
+
+
+def _named_cassettes(runs: list[tuple[str, Results]]) -> list[Cassette]:
+    """The cassettes the runs recorded into (RunInfo.cassette), for the flipped trials' exact request
+    diffs; one that is no longer there is said and skipped, since the comparison stands without it."""
+    from tauproxy.errors import CassetteError
+    from tauproxy.reports.recorded_calls import find_cassette
+    from tauproxy.results.provenance import sources_of
+    from tauproxy.store.cassette import Cassette
+    from tauproxy_cli.output import warn
+
+    cassettes: list[Cassette] = []
+    named = {results.info.cassette: results for _, results in runs if results.info.cassette}
+    for name, results in named.items():
+        # Found the way the page's raw calls are: from here, then beside the run's own files.
+        directory = find_cassette(name, sources_of(results))
+        try:
+            cassettes.append(Cassette.open(directory or Path(name), create=False))
+        except CassetteError as exc:
+            warn(f"{exc}: the flipped trials show no request diffs from it")
+    return cassettes
 
 
 def _print_coordination(dual: Results, solo: Results, json_output: bool) -> None:

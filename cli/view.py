@@ -1,4 +1,9 @@
-"""`tauproxy view RUN [--task ID --trial N]`: read one trajectory, its reward checks and its model calls."""
+"""`tauproxy view RUN [--task ID --trial N]`: read one trajectory, its reward checks and its model calls.
+
+`view RUN --html OUT` writes the run's HTML report; `view DIR --html OUT`, on a directory that is not
+a run (no results.json) but holds runs, writes the runs index (tauproxy/reports/runs_index.py): one
+page listing every run under DIR, each run's report written beside it in `OUT_files/`.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +31,32 @@ def view_command(
     trial: Annotated[int | None, typer.Option("--trial", help="Trial number of --task.")] = None,
     json_output: Annotated[bool, flag("--json", help="Print the trajectory as JSON.")] = False,
     run_log: Annotated[Path | None, typer.Option("--run-log", help=RUN_LOG_HELP)] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Write a self-contained HTML page to this file: the run's report, or for a directory "
+            "holding runs, an index of every run under it (their reports go in NAME_files/ beside NAME.html).",
+        ),
+    ] = None,
 ) -> None:
     """Show one trajectory: messages, tool calls and results, reward checks, and every model call."""
+    from tauproxy.errors import ConfigError
+    from tauproxy.reports.runs_index import is_run_dir
+
+    holds_runs = run.is_dir() and not is_run_dir(run)
+    if html is not None:
+        if task is not None or trial is not None or json_output:
+            raise ConfigError("--html writes a whole page; --task, --trial and --json choose what is printed: give one")
+        if holds_runs:
+            if run_log is not None:
+                raise ConfigError(f"--run-log joins onto one run; {run} is a directory of runs")
+            _write_runs_index(run, html)
+        else:
+            _write_report(run, run_log, html)
+        return
+    if holds_runs:
+        raise ConfigError(f"{run}: not a run (no results.json); to list the runs under it, add --html OUT")
     from tauproxy.reports.grid import call_source, trial_grid
     from tauproxy.reports.trajectory import select_trial
     from tauproxy.results.load import load_any_results
@@ -52,6 +81,38 @@ def view_command(
         console.print(Text(GRID_LEGEND, style="dim"))
         console.print("showing the first failing trial (or the first); choose with --task ID --trial N")
     _print_trajectory(console, chosen, call_source(chosen))
+
+
+def _write_runs_index(root: Path, out: Path) -> None:
+    from tauproxy.reports.html_runs_index import render_runs_index
+    from tauproxy.reports.runs_index import index_runs, reports_dir
+    from tauproxy_cli.output import note
+
+    index = index_runs(root, out)
+    _write(out, render_runs_index(index))
+    for skipped in index.skipped:
+        note(f"{root / skipped.path}: skipped, {skipped.reason}")
+    note(f"runs index: {out} ({len(index.runs)} runs; their reports in {reports_dir(out)})")
+
+
+def _write_report(run: Path, run_log: Path | None, out: Path) -> None:
+    from tauproxy.reports.html import render_html
+    from tauproxy.reports.summary import summarize
+    from tauproxy.results.load import load_any_results
+    from tauproxy_cli.output import err_console
+
+    results = load_any_results(run, run_log)
+    _write(out, render_html(summarize(results), results))
+    err_console.print(f"html report: {out}", soft_wrap=True)
+
+
+def _write(out: Path, page: str) -> None:
+    from tauproxy.errors import ConfigError
+
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{out}: cannot write the page: {exc}") from None
 
 
 def _print_trajectory(console: Console, run: SimulationRun, source: str) -> None:

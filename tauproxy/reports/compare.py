@@ -5,6 +5,10 @@ runs were made by different agents (agent model, args or prompt hash differ) com
 way instead of merging them into one score: the runs are grouped by agent (trials of one agent
 are merged by (task, seed) as before), in the order first given, and every later group is compared
 with the first.
+
+Each comparison also carries its flipped trials (tauproxy/reports/run_diff.py, as `diff` finds
+them: baseline as A, candidate as B), each with its first divergence and cause; each run keeps its
+own flipped trials, out of every dump, for the HTML page to show beside the comparison.
 """
 
 from __future__ import annotations
@@ -12,14 +16,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from tauproxy.data_model.result import ModelInfo, Results
+from tauproxy.data_model.result import ModelInfo, Results, SimulationRun
 from tauproxy.reports.merge import merge_results
 from tauproxy.reports.notebook import MAX_K_SHOWN, pass_line, table, usd, with_interval
 from tauproxy.reports.paired import PairedComparison, paired_comparison, render_paired
+from tauproxy.reports.run_diff import Flips, find_flips
 from tauproxy.reports.summary import ReportSummary, summarize
 from tauproxy.results.provenance import SourcedResults
+from tauproxy.store.cassette import Cassette
 
 
 class ComparedRun(BaseModel):
@@ -27,6 +33,9 @@ class ComparedRun(BaseModel):
     sources: list[str]
     agent: ModelInfo
     summary: ReportSummary
+    # This run's trials that flipped in some comparison (only those): the page shows them beside the
+    # flip. Left out of dumps and reprs, which stay a report.
+    flipped_trials: list[SimulationRun] = Field(default_factory=list, exclude=True, repr=False)
 
 
 class RunComparison(BaseModel):
@@ -35,6 +44,8 @@ class RunComparison(BaseModel):
     candidate: str
     baseline: str
     comparison: PairedComparison | None
+    # Baseline as A, candidate as B: "regressed" passed in the baseline and failed in the candidate.
+    flips: Flips | None = None
 
 
 class SideBySide(BaseModel):
@@ -100,21 +111,39 @@ def group_by_agent(loaded: Sequence[tuple[str, SourcedResults]]) -> list[tuple[s
     return out
 
 
-def side_by_side(runs: Sequence[tuple[str, Results]], seed: int = 0) -> SideBySide:
-    """Summaries of every run and the paired comparison of each later run with the first."""
-    compared = [
-        ComparedRun(label=label, sources=[label], agent=results.info.agent_info, summary=summarize(results))
-        for label, results in runs
-    ]
+def side_by_side(runs: Sequence[tuple[str, Results]], seed: int = 0, cassettes: Sequence[Cassette] = ()) -> SideBySide:
+    """Summaries of every run, and the paired comparison and flipped trials of each later run with
+    the first; cassettes holding the runs' calls add exact request diffs to the flips."""
     base_label, base = runs[0]
-    comparisons = [
-        RunComparison(candidate=label, baseline=base_label, comparison=paired_comparison(results, base, seed=seed))
-        for label, results in runs[1:]
+    comparisons: list[RunComparison] = []
+    flipped: dict[int, set[tuple[str, int]]] = {index: set() for index in range(len(runs))}
+    for index, (label, results) in enumerate(runs[1:], start=1):
+        flips = find_flips(base, results, list(cassettes))
+        flipped[0].update((flip.task_id, flip.trial_a) for flip in flips.flips)
+        flipped[index].update((flip.task_id, flip.trial_b) for flip in flips.flips)
+        comparisons.append(
+            RunComparison(
+                candidate=label,
+                baseline=base_label,
+                comparison=paired_comparison(results, base, seed=seed),
+                flips=flips,
+            )
+        )
+    compared = [
+        ComparedRun(
+            label=label,
+            sources=[label],
+            agent=results.info.agent_info,
+            summary=summarize(results),
+            flipped_trials=[run for run in results.simulations if (run.task_id, run.trial) in flipped[index]],
+        )
+        for index, (label, results) in enumerate(runs)
     ]
     return SideBySide(runs=compared, comparisons=comparisons)
 
 
-def _model(model: ModelInfo) -> str:
+def agent_text(model: ModelInfo) -> str:
+    """Model, arguments and prompt hash: what tells two agents apart."""
     args = f" {json.dumps(model.llm_args, sort_keys=True)}" if model.llm_args else ""
     prompt = f" (prompt {model.system_prompt_sha256[:12]})" if model.system_prompt_sha256 else ""
     return f"{model.llm}{args}{prompt}"
@@ -132,7 +161,7 @@ def render_side_by_side(report: SideBySide) -> str:
     for index, run in enumerate(report.runs):
         summary = run.summary
         role = "baseline" if index == 0 else "candidate"
-        lines.append(f"[{role}] {run.label}: agent {_model(run.agent)}")
+        lines.append(f"[{role}] {run.label}: agent {agent_text(run.agent)}")
         scores = []
         for k in ks:
             value = summary.pass_hat_k.get(k)
@@ -147,4 +176,15 @@ def render_side_by_side(report: SideBySide) -> str:
             lines.append(f"{item.candidate} vs {item.baseline}: no scored task in common")
         else:
             lines.append(render_paired(item.comparison, item.candidate, item.baseline))
+        if item.flips is not None:
+            lines.append(f"{item.candidate} vs {item.baseline}: {flip_count(item.flips)}")
     return "\n".join(lines)
+
+
+def flip_count(flips: Flips) -> str:
+    """`2 of 20 paired trials flipped (1 regressed, 1 improved)`."""
+    regressed = sum(flip.direction == "regressed" for flip in flips.flips)
+    return (
+        f"{len(flips.flips)} of {flips.paired} paired trials flipped "
+        f"({regressed} regressed, {len(flips.flips) - regressed} improved)"
+    )

@@ -146,9 +146,17 @@ def _reward(run: SimulationRun) -> float | None:
     return run.reward_info.reward if run.reward_info else None
 
 
-def diff_runs(a: Results, b: Results, cassette_dirs: list[Path] | None = None) -> RunDiff:
-    """Compare run A (before) with run B (after); cassettes, when given, add exact request diffs."""
-    cassettes = [Cassette.open(path, create=False) for path in cassette_dirs or []]
+class Flips(BaseModel):
+    """The trials that passed on one side and failed on the other, out of the pairs found."""
+
+    paired: int
+    unpaired_a: list[str]
+    unpaired_b: list[str]
+    flips: list[FlippedTrial]
+
+
+def find_flips(a: Results, b: Results, cassettes: list[Cassette]) -> Flips:
+    """Pair A's trials with B's and explain each pair that flipped; cassettes add exact request diffs."""
     changes = setting_changes(a.info, b.info)
     tasks_a: dict[str, Task] = {t.id: t for t in a.tasks}
     tasks_b: dict[str, Task] = {t.id: t for t in b.tasks}
@@ -177,16 +185,22 @@ def diff_runs(a: Results, b: Results, cassette_dirs: list[Path] | None = None) -
                 divergence=explain(context, cassettes),
             )
         )
-    causes = Counter(flip.divergence.cause.value for flip in flips)
+    return Flips(paired=len(pairs), unpaired_a=unpaired_a, unpaired_b=unpaired_b, flips=flips)
+
+
+def diff_runs(a: Results, b: Results, cassette_dirs: list[Path] | None = None) -> RunDiff:
+    """Compare run A (before) with run B (after); cassettes, when given, add exact request diffs."""
+    found = find_flips(a, b, [Cassette.open(path, create=False) for path in cassette_dirs or []])
+    causes = Counter(flip.divergence.cause.value for flip in found.flips)
     return RunDiff(
         a=_side(a),
         b=_side(b),
-        setting_changes=changes,
+        setting_changes=setting_changes(a.info, b.info),
         tasks=_task_passes(a, b),
-        paired=len(pairs),
-        unpaired_a=unpaired_a,
-        unpaired_b=unpaired_b,
-        flips=flips,
+        paired=found.paired,
+        unpaired_a=found.unpaired_a,
+        unpaired_b=found.unpaired_b,
+        flips=found.flips,
         causes={cause.value: causes[cause.value] for cause in Cause if causes[cause.value]},
         comparison=paired_comparison(b, a),
     )

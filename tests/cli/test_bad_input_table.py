@@ -107,7 +107,8 @@ ACCEPTED: dict[tuple[str, str, str], tuple[frozenset[int], str]] = {
     # On its one task bisect may end "cannot tell yet" (one line, exit 2), which is a verdict, not a refusal.
     ("bisect", "--runs-dir", "empty-name"): (frozenset({0, 2}), EMPTY_IS_HERE),
     **{
-        ("report", "--html", name): (frozenset({0}), "an output file is written over, as any output flag does")
+        (command, "--html", name): (frozenset({0}), "an output file is written over, as any output flag does")
+        for command in ("report", "view")
         for name in BAD_FILES
     },
     **{

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,59 @@ def test_runs_of_one_agent_still_merge(runs: dict[str, Path]) -> None:
     # Against a merged baseline of the same agent, side by side again.
     data = report_json(str(runs["slips"]), "--against", str(runs["base"]), "--against", str(runs["more_base"]))
     assert data["runs"][0]["summary"]["num_trials"] == 4
+
+
+def test_comparison_page_lists_the_flips_diff_finds_and_links_both_trajectories(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    html = tmp_path / "flips.html"
+    data = report_json(str(runs["slips"]), "--against", str(runs["base"]), "--html", str(html))
+    diff = json.loads(invoke_cli("diff", str(runs["base"]), str(runs["slips"]), "--json").stdout)
+    flips = data["comparisons"][0]["flips"]
+    assert flips["flips"] == diff["flips"] and flips["paired"] == diff["paired"]  # the diff's own finding
+    assert diff["flips"] and all(flip["direction"] == "regressed" for flip in diff["flips"])
+    page = html.read_text()
+    rows = re.findall(r'<tr data-direction="(\w+)">(.*?)</tr>', page, re.S)
+    assert len(rows) == len(diff["flips"])
+    ids = set(re.findall(r' id="([^"]+)"', page))
+    for (direction, row_html), flip in zip(rows, diff["flips"], strict=True):
+        assert direction == flip["direction"] and f"<td>{flip['task_id']}</td>" in row_html
+        assert f"<td>{flip['divergence']['cause']}</td>" in row_html
+        links = dict(re.findall(r'<a href="#([^"]+)">(baseline|candidate)</a>', row_html))
+        assert sorted(links.values()) == ["baseline", "candidate"] and set(links) <= ids
+        by_side = {side: anchor for anchor, side in links.items()}
+        assert by_side["candidate"] == f"trial-{flip['task_id']}-{flip['trial_b']}"  # the page's own trajectory
+        assert by_side["baseline"] == f"baseline-trial-{flip['task_id']}-{flip['trial_a']}"
+    # Only the baseline's flipped trials are added to the page, each once.
+    baseline_sections = re.findall(r'<section class="trajectory" id="baseline-trial-', page)
+    assert len(baseline_sections) == len({(f["task_id"], f["trial_a"]) for f in diff["flips"]})
+    text = invoke_cli("report", str(runs["slips"]), "--against", str(runs["base"])).stdout
+    assert f"{len(diff['flips'])} of {diff['paired']} paired trials flipped" in text
+
+
+def test_comparison_page_shows_request_diffs_from_the_cassette_the_runs_name(tmp_path: Path) -> None:
+    cassette = tmp_path / "cassette"
+    base = mock_run(tmp_path / "base", trials=1, agent="scripted/oracle", extra=("--cassette", str(cassette)))
+    slips = mock_run(
+        tmp_path / "slips", trials=1, agent="scripted/oracle?error_rate=0.9", extra=("--cassette", str(cassette))
+    )
+    html = tmp_path / "cmp.html"
+    invoke_cli("report", str(slips), "--against", str(base), "--html", str(html))
+    page = html.read_text()
+    assert "<summary>request diff (cassette)</summary>" in page
+    # Without the cassette (moved away) the comparison still stands, said on stderr.
+    cassette.rename(tmp_path / "gone")
+    result = invoke_cli("report", str(slips), "--against", str(base), "--html", str(html))
+    assert "no cassette at" in result.stderr and "request diff (cassette)" not in html.read_text()
+
+
+def test_every_link_of_a_page_comparing_three_agents_has_its_target(runs: dict[str, Path], tmp_path: Path) -> None:
+    third = mock_run(tmp_path / "third", trials=2, agent="scripted/oracle?error_rate=0.5")
+    html = tmp_path / "three.html"
+    invoke_cli("report", str(runs["base"]), str(runs["slips"]), str(third), "--html", str(html))
+    page = html.read_text()
+    ids = set(re.findall(r' id="([^"]+)"', page))
+    links = re.findall(r'href="#([^"]+)"', page)
+    assert [link for link in links if link not in ids] == []
+    # The middle run is no baseline and not the page's own: its flipped trials are added under their own names.
+    assert 'href="#candidate1-trial-' in page and 'href="#baseline-trial-' in page
