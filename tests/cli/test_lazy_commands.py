@@ -1,0 +1,93 @@
+"""The CLI loads a command only when it is used (cli/lazy_commands.py): its import and every command's
+`--help` stay clear of the heavy modules, and each table line is what its command says of itself."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+from typing import Any
+
+import typer
+from conftest import invoke_cli
+
+from tauproxy_cli.lazy_commands import LazyCommand, LazyGroup
+from tauproxy_cli.main import app
+
+# What `tauproxy --help` and `tauproxy CMD --help` must not import: each costs a tenth of a second or
+# more at start (pydantic's core, τ², litellm, the HTTP stacks), and none is needed to show help.
+HEAVY = ("pydantic", "pydantic_core", "tau2", "litellm", "httpx", "starlette", "uvicorn", "tauproxy.data_model")
+
+# One process: the CLI's import and its root help, then every command built as its own --help builds it.
+PROBE = """
+import contextlib, io, json, sys
+import typer
+from tauproxy_cli.main import app
+
+def loaded():
+    return sorted(name for name in sys.modules if name.split(".")[0] in HEAVY_ROOTS or name.startswith(HEAVY))
+
+HEAVY = tuple(json.loads(sys.argv[1]))
+HEAVY_ROOTS = {name for name in HEAVY if "." not in name}
+after_import = loaded()
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        app(args=["--help"], prog_name="tauproxy")
+    except SystemExit:
+        pass
+after_root_help = loaded()
+
+def walk(command):
+    for name in list(getattr(command, "commands", None) or {}):
+        walk(command.commands[name])
+
+walk(typer.main.get_command(app))
+print(json.dumps({"import": after_import, "root help": after_root_help, "every command": loaded()}))
+"""
+
+
+def test_the_cli_and_every_commands_help_import_nothing_heavy() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(HEAVY)], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert json.loads(done.stdout) == {"import": [], "root help": [], "every command": []}, done.stdout
+
+
+def _groups() -> list[tuple[tuple[str, ...], Any]]:
+    found: list[tuple[tuple[str, ...], Any]] = []
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        if isinstance(command, LazyGroup):
+            found.append((path, command))
+        for name in list(getattr(command, "commands", None) or {}):
+            walk(command.commands[name], (*path, name))
+
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+def _first_paragraph(command: Any) -> str:
+    return " ".join(inspect.cleandoc(command.short_help or command.help or "").split("\n\n")[0].split())
+
+
+def test_each_table_line_is_the_first_paragraph_of_its_commands_help() -> None:
+    groups = _groups()
+    assert {path for path, _ in groups} == {(), ("cassette",)}
+    for path, group in groups:
+        for name, line in group.table.items():
+            assert isinstance(line, LazyCommand)
+            assert line.summary == _first_paragraph(group.commands[name]), (path, name)
+
+
+def test_help_lists_every_command_in_table_order() -> None:
+    shown = invoke_cli("--help", env={"COLUMNS": "200"}).stdout
+    panel = shown.split("─ Commands ", 1)[1].splitlines()[1:]
+    listed = [line.split()[1] for line in panel if line.startswith("│ ") and line[2] != " "]  # not a wrapped line
+    assert listed == list(typer.main.get_command(app).commands), shown  # type: ignore[attr-defined]
+
+
+def test_a_mistyped_command_is_refused_with_the_closest_names() -> None:
+    refused = invoke_cli("cassete", "ls", check=False)
+    assert refused.returncode == 2
+    assert "No such command 'cassete'" in refused.stderr and "'cassette'" in refused.stderr
