@@ -11,6 +11,7 @@ import typer
 
 from tauproxy_cli.flag import flag
 from tauproxy_cli.help_style import apply as apply_help_style
+from tauproxy_cli.lazy_coercion import apply as apply_lazy_coercion
 from tauproxy_cli.lazy_commands import LazyCommand, lazy_group
 
 # Every command, in the order `tauproxy --help` lists them: where it lives and the line it is listed by
@@ -64,6 +65,7 @@ COMMANDS: dict[str, LazyCommand] = {
 }
 
 apply_help_style()
+apply_lazy_coercion()
 app = typer.Typer(
     name="tauproxy",
     cls=lazy_group(COMMANDS),
