@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 from conftest import invoke_cli
+from typer.testing import CliRunner
 
 from tauproxy_cli.lazy_commands import LazyCommand, LazyGroup
 from tauproxy_cli.main import app
@@ -24,6 +25,7 @@ HEAVY = ("pydantic", "pydantic_core", "tau2", "litellm", "httpx", "starlette", "
 PROBE = """
 import contextlib, io, json, sys
 import typer
+from typer.testing import CliRunner
 from tauproxy_cli.main import app
 
 HEAVY = tuple(json.loads(sys.argv[1]))
@@ -103,3 +105,14 @@ def test_a_mistyped_command_is_refused_with_the_closest_names() -> None:
     refused = invoke_cli("cassete", "ls", check=False)
     assert refused.returncode == 2
     assert "No such command 'cassete'" in refused.stderr and "'cassette'" in refused.stderr
+
+
+def test_shell_completion_offers_the_commands_and_options_of_loaded_ones() -> None:
+    def complete(words: str) -> list[str]:
+        env = {"_TAUPROXY_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split(" ")) - 1)}
+        done = CliRunner().invoke(app, [], prog_name="tauproxy", env=env)
+        return done.stdout.split()
+
+    assert complete("tauproxy ca") == ["cassette"]
+    assert {"ls", "replay-check", "import"} <= set(complete("tauproxy cassette "))
+    assert complete("tauproxy run --num-t") == ["--num-trials", "--num-tasks"]
