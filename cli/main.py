@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from tauproxy_cli.flag import flag
+from tauproxy_cli.help_import import import_help_renderer
 from tauproxy_cli.help_style import apply as apply_help_style
 from tauproxy_cli.lazy_coercion import apply as apply_lazy_coercion
 from tauproxy_cli.lazy_commands import LazyCommand, lazy_group
@@ -64,6 +65,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "submit": LazyCommand("tauproxy_cli.submit:app", "Prepare a τ²-bench leaderboard submission."),
 }
 
+import_help_renderer()
 apply_help_style()
 apply_lazy_coercion()
 app = typer.Typer(

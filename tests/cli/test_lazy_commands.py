@@ -17,8 +17,20 @@ from tauproxy_cli.lazy_commands import LazyCommand, LazyGroup
 from tauproxy_cli.main import app
 
 # What `tauproxy --help` and `tauproxy CMD --help` must not import: each costs a tenth of a second or
-# more at start (pydantic's core, τ², litellm, the HTTP stacks), and none is needed to show help.
-HEAVY = ("pydantic", "pydantic_core", "tau2", "litellm", "httpx", "starlette", "uvicorn", "tauproxy.data_model")
+# more at start (pydantic's core, τ², litellm, the HTTP stacks; markdown-it and pygments, which typer's
+# help renderer imports for features turned off here: cli/help_import.py), and none is needed for help.
+HEAVY = (
+    "pydantic",
+    "pydantic_core",
+    "tau2",
+    "litellm",
+    "httpx",
+    "starlette",
+    "uvicorn",
+    "tauproxy.data_model",
+    "markdown_it",
+    "pygments",
+)
 
 # One process: the CLI's import, its root help, then every command's --help (typer's own handling of the
 # root's options included: a value it coerces is checked through pydantic).
@@ -116,3 +128,13 @@ def test_shell_completion_offers_the_commands_and_options_of_loaded_ones() -> No
     assert complete("tauproxy ca") == ["cassette"]
     assert {"ls", "replay-check", "import"} <= set(complete("tauproxy cassette "))
     assert complete("tauproxy run --num-t") == ["--num-trials", "--num-tasks"]
+
+
+def test_the_help_renderers_stand_ins_make_the_real_classes() -> None:
+    import rich.markdown
+    import rich.traceback
+    import typer.rich_utils
+
+    assert isinstance(typer.rich_utils.Markdown("*x*"), rich.markdown.Markdown)
+    assert typer.rich_utils.Traceback.from_exception == rich.traceback.Traceback.from_exception
+    assert not hasattr(rich.markdown, "_module")  # the real module, not a stand-in, for everyone else
