@@ -30,7 +30,7 @@ class LazyCommand:
         """The command as typer builds it, with the parent group's help settings."""
         module, _, attribute = self.target.partition(":")
         target = getattr(importlib.import_module(module), attribute)
-        holder = typer.Typer(rich_markup_mode=parent.rich_markup_mode, suggest_commands=parent.suggest_commands)
+        holder = typer.Typer(rich_markup_mode=parent.rich_markup_mode)
         if isinstance(target, typer.Typer):
             holder.add_typer(target, name=name)
         else:
