@@ -1,7 +1,7 @@
 """Every figure of replay performance as a ratio measured in one run: replays against their floors,
 the demo against `tauproxy --help`, serve against a direct call, memory against the number of trials.
 
-    .venv/bin/python bench/floors.py [--reps 3] [--quick]      (about 5 min on 2 busy cores)
+    .venv/bin/python bench/floors.py [--reps 3] [--quick] [--dir DIR]   (about 5 min quiet, 20 at load 16)
 
 Prints one RATIO line per figure, each with its goal and PASS or FAIL, and SKIP lines for what cannot
 be measured here (τ²-bench absent, serve's measurement missing). Every timed side is a child process:
@@ -237,7 +237,8 @@ def tau2_replay(work: Path, url: str, reps: int, tasks: int, trials: int) -> Non
         "--cassette",
         str(cassette),
     ]
-    record = run_timed([*tauproxy_bin(), *common, "--record-mode", "record", "--save-to", str(work / "tau2-rec")])
+    # auto: with --dir holding an earlier recording, every call replays and the recording is quick.
+    record = run_timed([*tauproxy_bin(), *common, "--record-mode", "auto", "--save-to", str(work / "tau2-rec")])
     record.check("recording tau2/airline")
     print(f"tau2/airline {tasks} x {trials} recorded through the stub: wall {record.wall_s:.1f} s", flush=True)
     replay = Replay("tau2-replay", [*common, "--record-mode", "replay"], cassette, ["tauproxy.tau2bench.grade:grade"])
@@ -257,6 +258,7 @@ def demo_replay(work: Path, reps: int) -> list[Timed]:
     from tauproxy_cli.demo import BASELINE_FLAGS
 
     cassette = work / "demo-cassette"
+    shutil.rmtree(cassette, ignore_errors=True)
     shutil.copytree(REPO / "cassettes" / "baseline-airline", cassette)  # never the shipped copy itself
     argv = ["run"]
     for name, value in BASELINE_FLAGS.items():
@@ -336,7 +338,7 @@ def memory(work: Path, tasks: int | None) -> None:
             "--num-trials",
             str(multiples[-1]),
             "--record-mode",
-            "record",
+            "auto",
             "--save-to",
             str(work / "memory-rec"),
         ]
@@ -373,10 +375,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes: a check that the script works")
     parser.add_argument("--only", default="cli,tau2,demo,serve,memory", help="comma-separated figures to measure")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--dir", type=Path, help="work (and keep the recordings) here; a second run reuses them")
     args = parser.parse_args()
     only = set(args.only.split(","))
     print_machine("floors")
-    work = workdir("floors", args.keep)
+    work = args.dir or workdir("floors", args.keep)
+    work.mkdir(parents=True, exist_ok=True)
     helps: list[Timed] = []
     if "tau2" in only:
         _, url = start_stub()
