@@ -353,6 +353,7 @@ def memory(work: Path, tasks: int | None) -> None:
     peaks: dict[int, float] = {}
     for trials in multiples:
         save_to = work / f"memory-{trials}"
+        shutil.rmtree(save_to, ignore_errors=True)  # a fresh run: an existing run directory would resume
         timed = run_timed(
             [
                 *tauproxy_bin(),
