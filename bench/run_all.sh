@@ -27,6 +27,7 @@ run() {
     grep '^RATIO' "$OUT/$name.txt" | tail -1
 }
 
+run floors
 run state_reset
 run pack_speed
 run cli_start

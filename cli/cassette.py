@@ -14,13 +14,31 @@ import typer
 from rich.text import Text
 
 from tauproxy_cli.flag import flag
+from tauproxy_cli.lazy_commands import LazyCommand, lazy_group
 from tauproxy_cli.output import WholeTable, output_console
 
 if TYPE_CHECKING:
     from tauproxy.store.cassette import Cassette
     from tauproxy.store.entry import CassetteEntry
 
+# The shipped cassettes' commands and `import` live in their own modules, loaded when used.
+SUBCOMMANDS = {
+    "replay-check": LazyCommand(
+        "tauproxy_cli.shipped:replay_check_command",
+        "Replay every run of each manifest strictly offline; fail unless all calls replay and scores match.",
+    ),
+    "rerecord": LazyCommand(
+        "tauproxy_cli.shipped:rerecord_command",
+        "Record every manifest run again (record mode) into a fresh cassette, then swap it in.",
+    ),
+    "import": LazyCommand(
+        "tauproxy_cli.cassette_import:import_command",
+        "Import recorded model calls from vcrpy cassettes, keyed as `tauproxy serve` keys a live call.",
+    ),
+}
+
 app = typer.Typer(
+    cls=lazy_group(SUBCOMMANDS),
     help="Inspect and maintain cassettes: directories of recorded model calls (calls.jsonl).",
     no_args_is_help=True,
 )

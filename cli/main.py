@@ -1,4 +1,5 @@
-"""The `tauproxy` command: wiring only. Each command lives in its own module."""
+"""The `tauproxy` command: wiring only. Each command lives in its own module, imported when it is used
+(lazy_commands.py), so `tauproxy --help` and `tauproxy CMD --help` load only typer and that command."""
 
 from __future__ import annotations
 
@@ -8,29 +9,68 @@ from typing import Annotated
 
 import typer
 
-from tauproxy_cli import (
-    bisection,
-    cassette,
-    cassette_import,
-    check,
-    demo,
-    diff,
-    domains,
-    estimate,
-    report,
-    run,
-    serve,
-    shipped,
-    submit,
-    tasks,
-    view,
-)
 from tauproxy_cli.flag import flag
+from tauproxy_cli.help_import import import_help_renderer
 from tauproxy_cli.help_style import apply as apply_help_style
+from tauproxy_cli.lazy_coercion import apply as apply_lazy_coercion
+from tauproxy_cli.lazy_commands import LazyCommand, lazy_group
 
+# Every command, in the order `tauproxy --help` lists them: where it lives and the line it is listed by
+# (its help's first paragraph; tests/cli/test_lazy_commands.py keeps the two equal).
+COMMANDS: dict[str, LazyCommand] = {
+    "run": LazyCommand(
+        "tauproxy_cli.run:run_command",
+        "Run every selected task num-trials times and report pass^k. Exit codes: 0 ok, 2 misconfigured, 3 "
+        "nothing scored, 4 infrastructure stop, 5 budget stop with --fail-on-budget, 130 interrupted "
+        "(docs/cli.md#exit-codes).",
+    ),
+    "report": LazyCommand(
+        "tauproxy_cli.report:report_command",
+        "Report pass^1..pass^k with 95% intervals, rewards, terminations, calls and cost.",
+    ),
+    "view": LazyCommand(
+        "tauproxy_cli.view:view_command",
+        "Show one trajectory: messages, tool calls and results, reward checks, and every model call.",
+    ),
+    "estimate": LazyCommand(
+        "tauproxy_cli.estimate:estimate_command",
+        "Predict what `run` with the same flags would cost; --cassette subtracts what it would replay.",
+    ),
+    "demo": LazyCommand(
+        "tauproxy_cli.demo:demo_command",
+        "Replay a baseline, change the agent, see only the changed calls go live, get an HTML report.",
+    ),
+    "diff": LazyCommand(
+        "tauproxy_cli.diff:diff_command",
+        "Per-task pass counts in A vs B, and for each flipped trial its first divergence and cause.",
+    ),
+    "check": LazyCommand(
+        "tauproxy_cli.check:check_command",
+        "Compare a run with a baseline on their common tasks; the exit code is the verdict.",
+    ),
+    "bisect": LazyCommand(
+        "tauproxy_cli.bisection:bisect_command",
+        "Binary-search agent configs for the first that scores more than --max-drop below the first.",
+    ),
+    "serve": LazyCommand(
+        "tauproxy_cli.serve:serve_command",
+        "Serve /v1/chat/completions from a cassette; misses go live and are recorded (mode permitting).",
+    ),
+    "domains": LazyCommand("tauproxy_cli.domains:app", "List and inspect domain packs."),
+    "cassette": LazyCommand(
+        "tauproxy_cli.cassette:app",
+        "Inspect and maintain cassettes: directories of recorded model calls (calls.jsonl).",
+    ),
+    "tasks": LazyCommand("tauproxy_cli.tasks:app", "Generate task sets."),
+    "submit": LazyCommand("tauproxy_cli.submit:app", "Prepare a τ²-bench leaderboard submission."),
+}
+
+import_help_renderer()
 apply_help_style()
+apply_lazy_coercion()
 app = typer.Typer(
     name="tauproxy",
+    cls=lazy_group(COMMANDS),
     help="Evaluate tool-using agents the tau2-bench way; record and replay every model call.",
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
@@ -53,24 +93,6 @@ def _root(
     ] = False,
 ) -> None:
     """Evaluate tool-using agents the tau2-bench way; record and replay every model call."""
-
-
-app.command("run")(run.run_command)
-app.command("report")(report.report_command)
-app.command("view")(view.view_command)
-app.command("estimate")(estimate.estimate_command)
-app.command("demo")(demo.demo_command)
-app.command("diff")(diff.diff_command)
-app.command("check")(check.check_command)
-app.command("bisect")(bisection.bisect_command)
-app.command("serve")(serve.serve_command)
-app.add_typer(domains.app, name="domains")
-cassette.app.command("replay-check")(shipped.replay_check_command)
-cassette.app.command("rerecord")(shipped.rerecord_command)
-cassette.app.command("import")(cassette_import.import_command)
-app.add_typer(cassette.app, name="cassette")
-app.add_typer(tasks.app, name="tasks")
-app.add_typer(submit.app, name="submit")
 
 
 def main(args: list[str] | None = None, prog_name: str | None = None) -> None:

@@ -7,7 +7,6 @@ import os
 import sys
 from typing import Any
 
-from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -50,6 +49,8 @@ def error(message: str) -> None:
 
 def print_json(data: Any) -> None:
     """Data, or a pydantic model's JSON-mode dump, as indented JSON on stdout."""
+    from pydantic import BaseModel  # here, not at import: the commands' --help never loads pydantic
+
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json")
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")

@@ -8,8 +8,13 @@ from typing import Annotated
 
 import typer
 
-from tauproxy.serve.config import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, DEFAULT_READ_TIMEOUT_S
-from tauproxy.serve.identity import DEFAULT_SESSION_IDLE_S
+# ServeConfig's defaults (tauproxy/serve/config.py, identity.py), written out so that `--help` does not
+# import the server's models; tests/cli/test_serve_options.py keeps them equal.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_READ_TIMEOUT_S = 30.0
+DEFAULT_SESSION_IDLE_S = 30.0
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 

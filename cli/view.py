@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from tauproxy.data_model.message import Message
-from tauproxy.data_model.result import SimulationRun
 from tauproxy_cli.flag import flag
 from tauproxy_cli.output import WholeTable, out_console, print_json
 from tauproxy_cli.run_input import RUN_ARGUMENT, RUN_LOG_HELP
+
+if TYPE_CHECKING:
+    from tauproxy.data_model.message import Message
+    from tauproxy.data_model.result import SimulationRun
 
 ROLE_STYLES = {"assistant": "cyan", "user": "green", "tool": "yellow", "system": "magenta"}
 SOURCE_LABELS = {"live": "live", "replay": "replayed", "shared": "shared"}

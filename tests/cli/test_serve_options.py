@@ -1,4 +1,5 @@
-"""`tauproxy serve` takes its defaults from ServeConfig's, so a server started either way behaves alike."""
+"""`tauproxy serve`'s defaults are ServeConfig's (written out in cli/serve.py so --help imports no server
+model), so a server started either way behaves alike."""
 
 from __future__ import annotations
 
@@ -13,6 +14,6 @@ def test_serve_flag_defaults_are_serve_config_defaults() -> None:
     flags = inspect.signature(serve_command).parameters
     config = {f.name: f.default for f in dataclasses.fields(ServeConfig) if f.default is not dataclasses.MISSING}
     shared = set(flags) & set(config)
-    assert {"host", "port", "max_body_bytes"} <= shared
+    assert {"host", "port", "max_body_bytes", "read_timeout_s", "session_idle_s"} <= shared
     for name in shared:
         assert flags[name].default == config[name], name

@@ -20,9 +20,9 @@ CLIENT_KEY = "sk-x"  # what clients and litellm send; never a real key
 def serve_argv() -> list[str]:
     """`tauproxy serve` once main.py wires it; until then the same command via its module."""
     try:
-        from tauproxy_cli.main import app
+        from tauproxy_cli.main import COMMANDS
 
-        wired = any(command.name == "serve" for command in app.registered_commands)
+        wired = "serve" in COMMANDS
     except Exception:
         wired = False
     if wired:

