@@ -1,15 +1,17 @@
-"""Reaching the providers: a pass-through over httpx for the wire APIs that have their own endpoint,
-and the one live transport serve (and in-process interception) hands the cache layer.
+"""Reaching the providers: a pass-through over httpx for every call whose wire API has an endpoint of
+its own, and the one live transport serve (and in-process interception) hands the cache layer.
 
-`PassThroughTransport` posts a native call's body, as its client sent it (less `stream`), to the
-provider's own endpoint of its wire API (base.UpstreamEndpoint says where, and where its key comes
-from: serve's environment or the upstream map, never a client header). The answer is kept as text,
-byte for byte (Completion.raw_body), beside its chat-shaped view. Failures become the same
+`PassThroughTransport` posts a call's body to the provider's own endpoint of its wire API
+(base.UpstreamEndpoint says where, and where its key comes from: serve's environment or the upstream
+map, never a client header): a native call's body as its client sent it (less `stream`), a chat
+call's keyed body (the client's, less connection settings and the stream flag). The answer is kept
+as text, byte for byte (Completion.raw_body), beside its chat-shaped view. Failures become the same
 ModelCallError litellm's do (proxy/live.py), so serve answers them alike: a timeout
 (upstream_timeout), no connection (upstream_unreachable), an error status passed on with its
 Retry-After, an answer that is not the API's JSON (upstream_malformed).
 
-`ByWireApi` sends a chat call to litellm and any other call through the pass-through.
+`ByWireApi` sends a native call through the pass-through, a chat call too when its route is
+OpenAI-compatible (chat_route.py), and any other chat call to litellm.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tauproxy.proxy import own_servers
 from tauproxy.proxy.transport import Transport
 from tauproxy.redact import redact_text
 from tauproxy.wire_apis.base import UpstreamEndpoint, WireApi
+from tauproxy.wire_apis.chat_route import passes_through
 from tauproxy.wire_apis.json_body import compact_json
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -80,18 +83,19 @@ class PassThroughTransport:
             return self._client
 
     def complete(self, call: ModelCall) -> Completion:
-        native = call.native
-        if native is None or native.api not in self._apis or self._apis[native.api].upstream is None:
+        api = self._apis.get(call.api)
+        endpoint = api.upstream if api is not None else None
+        if api is None or endpoint is None:
             raise ValueError(f"no pass-through upstream for a {call.api} call")
-        api = self._apis[native.api]
-        endpoint = api.upstream
-        assert endpoint is not None  # checked above
+        native = call.native
         connection = call.connection
-        body = dict(native.body)
+        # A chat call has no native request: its keyed body is the client's less connection settings.
+        body = dict(native.body) if native is not None else dict(call.wire)
         if call.upstream_model is not None:
             body["model"] = upstream_model(endpoint, call.upstream_model)
         url = upstream_url(endpoint, connection.api_base)
-        passed_on = {name: value for name, value in native.headers.items() if name.lower() not in KEY_HEADERS}
+        client_headers = native.headers if native is not None else {}
+        passed_on = {name: value for name, value in client_headers.items() if name.lower() not in KEY_HEADERS}
         headers = {**passed_on, **upstream_headers(endpoint, connection.api_key)}
         secrets = tuple(value for value in (connection.api_key, headers.get(endpoint.auth_header)) if value)
         timeout = connection.timeout if connection.timeout is not None else DEFAULT_TIMEOUT_S
@@ -125,14 +129,16 @@ class PassThroughTransport:
 
 
 class ByWireApi:
-    """The live transport for calls of every wire API: chat to `chat`, the others to `native`."""
+    """The live transport for calls of every wire API: the others to `native` (the pass-through),
+    chat to `native` too where its route is OpenAI-compatible (chat_route.py), else to `chat`."""
 
     def __init__(self, chat: Transport, native: Transport) -> None:
         self._chat = chat
         self._native = native
 
     def complete(self, call: ModelCall) -> Completion:
-        return (self._native if call.native is not None else self._chat).complete(call)
+        passed = call.native is not None or passes_through(call)
+        return (self._native if passed else self._chat).complete(call)
 
     def close(self) -> None:
         self._chat.close()
