@@ -75,7 +75,7 @@ class RawStub:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 sent = json.loads(self.rfile.read(length))
                 stub.seen.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, sent))
