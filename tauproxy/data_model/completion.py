@@ -23,10 +23,11 @@ class Completion:
     """A transport's answer: the chat.completion `body` (first choice), where it came from, and,
     once the cache layer has priced it, its cost.
 
-    `raw_body` is the upstream's answer exactly as it sent it (JSON text), for wire APIs whose
-    clients are answered in the upstream's own shape (the Responses API, ...); `body` is then its
-    chat-shaped view (reply, usage), which keys, pricing, reports and fingerprints read. None for
-    chat completions, whose clients are answered from `body`.
+    `raw_body` is the upstream's answer exactly as it sent it (JSON text), for calls whose clients
+    are answered with the upstream's own bytes (the Responses API, ..., and chat completions passed
+    through to an OpenAI-compatible upstream); `body` is then its chat-shaped view (reply, usage),
+    which keys, pricing, reports and fingerprints read. None for chat completions through litellm,
+    whose clients are answered from `body`.
     """
 
     body: dict[str, Any]

@@ -56,7 +56,9 @@ class StoredResponse(BaseModel):
     `body` names a blob holding, as one JSON string, the whole answer body exactly as the upstream
     sent it, for wire APIs whose clients are answered in the upstream's own shape (the Responses
     API, ...): a replay answers those bytes. `message` is then the reply's chat-shaped view (what
-    reports, fingerprints and the miss report read). Absent for chat completions.
+    reports, fingerprints and the miss report read). For chat completions, set only when serve passed
+    the call through to an OpenAI-compatible upstream (wire_apis/chat_route.py); absent otherwise (litellm's
+    answers, and every chat entry recorded before), which replays from `message` as before.
     """
 
     message: str
