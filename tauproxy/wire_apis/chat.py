@@ -28,6 +28,7 @@ from tauproxy.wire_apis.chat_stream import sse_body
 from tauproxy.wire_apis.json_body import compact_json, require_model, require_stream_flag
 
 SSE = "text/event-stream"
+JSON = "application/json"  # a non-streamed answer's, unless its upstream sent it as another (Completion)
 NO_CACHE = {"Cache-Control": "no-cache"}
 NO_HEADERS: Mapping[str, str] = {}  # chat completions and the Responses API read no request header
 
@@ -96,8 +97,8 @@ class ChatApi:
         if request.stream:
             return WireAnswer(sse_body(completion.body, wants_usage_chunk(request.body)), SSE, NO_CACHE)
         if completion.raw_body is not None:  # passed through: the upstream's bytes, live and replayed
-            return WireAnswer(completion.raw_body.encode("utf-8"), "application/json")
-        return WireAnswer(compact_json(completion.body), "application/json")
+            return WireAnswer(completion.raw_body.encode("utf-8"), completion.content_type or JSON)
+        return WireAnswer(compact_json(completion.body), JSON)
 
     def view(self, answer: dict[str, Any]) -> dict[str, Any]:
         return normalise_response(answer)

@@ -5,7 +5,8 @@ its own, and the one live transport serve (and in-process interception) hands th
 (base.UpstreamEndpoint says where, and where its key comes from: serve's environment or the upstream
 map, never a client header): a native call's body as its client sent it (less `stream`), a chat
 call's keyed body (the client's, less connection settings and the stream flag). The answer is kept
-as text, byte for byte (Completion.raw_body), beside its chat-shaped view. Failures become the same
+as text, byte for byte (Completion.raw_body), with its content type when that is not plain
+application/json, beside its chat-shaped view. Failures become the same
 ModelCallError litellm's do (proxy/live.py), so serve answers them alike: a timeout
 (upstream_timeout), no connection (upstream_unreachable), an error status passed on with its
 Retry-After, an answer that is not the API's JSON (upstream_malformed).
@@ -31,11 +32,13 @@ from tauproxy.proxy import own_servers
 from tauproxy.proxy.transport import Transport
 from tauproxy.redact import redact_text
 from tauproxy.wire_apis.base import UpstreamEndpoint, WireApi
+from tauproxy.wire_apis.chat import JSON
 from tauproxy.wire_apis.chat_route import passes_through
 from tauproxy.wire_apis.json_body import compact_json
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_ERROR_CHARS = 400
+MAX_CONTENT_TYPE_CHARS = 200
 # Never passed on from a client, whatever an API lists: the upstream's key is serve's own.
 KEY_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
 
@@ -61,6 +64,14 @@ def upstream_model(endpoint: UpstreamEndpoint, routed: str) -> str:
     if endpoint.provider_prefix and routed.startswith(endpoint.provider_prefix):
         return routed[len(endpoint.provider_prefix) :]
     return routed
+
+
+def kept_content_type(value: str | None) -> str | None:
+    """The Content-Type to answer an upstream's bytes with again: None for plain application/json, what
+    every answer has unless told otherwise, and for a value that is no header to send back."""
+    if value is None or value == JSON or len(value) > MAX_CONTENT_TYPE_CHARS:
+        return None
+    return value if value.isascii() and value.isprintable() else None
 
 
 def _one_line(text: str) -> str:
@@ -119,7 +130,8 @@ class PassThroughTransport:
             view = api.view(json.loads(text))
         except (ValueError, AttributeError, TypeError) as exc:
             raise ModelCallError(f"{call.model}: malformed response: {exc}", code="upstream_malformed") from None
-        return Completion(body=view, source="live", latency_s=latency, raw_body=text)
+        content_type = kept_content_type(response.headers.get("content-type"))
+        return Completion(body=view, source="live", latency_s=latency, raw_body=text, content_type=content_type)
 
     def close(self) -> None:
         with self._lock:

@@ -185,6 +185,7 @@ def test_live_and_replay_answer_the_upstream_bytes(tmp_path: Path) -> None:
     assert live_line.price_source == "test prices"
     (entry,) = Cassette.open(cassette, create=False).entries()
     assert entry.response.body is not None and "tauproxy_wire_api" not in entry.request.params
+    assert entry.response.content_type is None  # plain application/json: the default, not written
 
 
 @pytest.mark.usefixtures("no_litellm")
@@ -254,3 +255,16 @@ def test_upstream_failures_are_one_json_error_and_never_recorded(
     assert Cassette.open(cassette, create=False).entries() == []
     # A replay has nothing to answer with: a miss, not a recorded failure.
     assert post(app_over(cassette, RecordMode.REPLAY, routed_to(DOWN)), BODY).status_code == 404
+
+
+@pytest.mark.usefixtures("no_litellm")
+def test_the_replay_keeps_the_upstreams_content_type(tmp_path: Path) -> None:
+    cassette = tmp_path / "cassette"
+    content_type = "application/json; charset=utf-8"
+    with RawStub(content_type=content_type) as stub:
+        live = post(app_over(cassette, RecordMode.AUTO, routed_to(stub.url)), BODY)
+    replayed = post(app_over(cassette, RecordMode.REPLAY, routed_to(DOWN)), BODY)
+    for answer in (live, replayed):
+        assert answer.content == UPSTREAM_BODY and answer.headers["content-type"] == content_type
+    (entry,) = Cassette.open(cassette, create=False).entries()
+    assert entry.response.content_type == content_type
