@@ -17,7 +17,6 @@ OpenAI-compatible (chat_route.py), and any other chat call to litellm.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -31,10 +30,10 @@ from tauproxy.errors import ModelCallError
 from tauproxy.proxy import own_servers
 from tauproxy.proxy.transport import Transport
 from tauproxy.redact import redact_text
-from tauproxy.wire_apis.base import UpstreamEndpoint, WireApi
+from tauproxy.wire_apis.base import RequestRejected, UpstreamEndpoint, WireApi
 from tauproxy.wire_apis.chat import JSON
 from tauproxy.wire_apis.chat_route import passes_through
-from tauproxy.wire_apis.json_body import compact_json
+from tauproxy.wire_apis.json_body import compact_json, parse_json_body
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_ERROR_CHARS = 400
@@ -120,16 +119,22 @@ class PassThroughTransport:
             message = redact_text(f"{call.model}: {type(exc).__name__}: {_one_line(str(exc))}", secrets)
             raise ModelCallError(message, code="upstream_unreachable") from None
         latency = time.perf_counter() - started
-        text = response.text
         if response.status_code >= 400:
-            message = redact_text(f"{call.model}: HTTP {response.status_code}: {_one_line(text)}", secrets)
+            message = redact_text(f"{call.model}: HTTP {response.status_code}: {_one_line(response.text)}", secrets)
             raise ModelCallError(
                 message, status_code=response.status_code, retry_after=response.headers.get("retry-after")
             )
         try:
-            view = api.view(json.loads(text))
+            # Read as a request body is (json_body.py): an answer the cassette could not hold (a lone
+            # surrogate, NaN, bytes that are not UTF-8) is malformed, never recorded or answered.
+            view = api.view(parse_json_body(response.content, "the upstream's answer"))
+        except RequestRejected as exc:
+            raise ModelCallError(
+                f"{call.model}: malformed response: {exc.message}", code="upstream_malformed"
+            ) from None
         except (ValueError, AttributeError, TypeError) as exc:
             raise ModelCallError(f"{call.model}: malformed response: {exc}", code="upstream_malformed") from None
+        text = response.content.decode("utf-8")  # checked above: the bytes as sent, exactly
         content_type = kept_content_type(response.headers.get("content-type"))
         return Completion(body=view, source="live", latency_s=latency, raw_body=text, content_type=content_type)
 

@@ -237,6 +237,10 @@ def test_an_entry_recorded_without_the_upstream_bytes_still_replays(tmp_path: Pa
         (400, b'{"error": {"message": "bad \\"model\\""}}', "application/json", None),
         (200, b"not json at all", "application/json", "upstream_malformed"),
         (200, b'{"id": "chatcmpl-1", "choices": []}', "application/json", "upstream_malformed"),
+        # What the cassette could not hold: a lone surrogate, a number that is not finite, bytes not UTF-8.
+        (200, UPSTREAM_BODY.replace(b"\\u2603", b"\\ud800"), "application/json", "upstream_malformed"),
+        (200, UPSTREAM_BODY.replace(b"1.50", b"NaN"), "application/json", "upstream_malformed"),
+        (200, UPSTREAM_BODY.replace(b"caf", b"caf\xe9"), "application/json", "upstream_malformed"),
     ],
 )
 def test_upstream_failures_are_one_json_error_and_never_recorded(
