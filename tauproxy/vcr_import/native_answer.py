@@ -8,7 +8,9 @@ recorded stream (the client asked for `stream: true`) is turned into the answer 
 
     Responses  the `response` of its `response.completed` event (or `response.incomplete`: an answer
                cut short by max_output_tokens is still the answer), which is the whole response
-    chat       the chat.completion its chunks add up to (chat_answer.py)
+    chat       the chat.completion its chunks add up to (chat_answer.py), whole: with `object` and
+               `total_tokens`, which the chunks do not carry (wire.normalise_response, the form
+               serve answers a chat call in when it has no upstream bytes)
     Messages   the message of `message_start`, its content blocks filled in by the deltas (text,
                tool input JSON, thinking and its signature, citations), and `message_delta`'s stop
                reason and final usage
@@ -22,6 +24,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tauproxy.data_model.wire import normalise_response
 from tauproxy.vcr_import.chat_answer import assemble_stream
 from tauproxy.vcr_import.streams import UnreadableAnswer, decoded, is_stream, stream_events
 
@@ -37,7 +40,7 @@ def chat_body(body: bytes, content_type: str) -> bytes:
     """A chat.completion a recorded response holds, as the non-streamed body's bytes (for a chat route
     passed through to an OpenAI-compatible endpoint rather than sent through litellm)."""
     text = decoded(body)
-    return _compact(assemble_stream(text)) if is_stream(text, content_type) else body
+    return _compact(normalise_response(assemble_stream(text))) if is_stream(text, content_type) else body
 
 
 def responses_body(body: bytes, content_type: str) -> bytes:
