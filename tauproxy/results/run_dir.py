@@ -1,6 +1,10 @@
 """A run directory: `simulations.jsonl` grows one finished trial per line (so a crash or Ctrl-C loses
 nothing finished, and `--save-to` resumes), and `results.json` is written whole at the end.
 
+Trials are appended at once and made durable in batches (`SYNC_INTERVAL_S`, and always at the end
+of a run: `ResultsDir.sync`), not with an fsync each; see `ResultsDir.append` for why that keeps the
+promise that a killed run loses no recorded call and resumes exactly.
+
     RUN_DIR/run.json           the run's settings (RunInfo), written when the run starts
     RUN_DIR/tasks.json         the run's tasks, written when the run starts
     RUN_DIR/simulations.jsonl  one SimulationRun per line, in finishing order
@@ -17,7 +21,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +43,9 @@ TASKS_FILE = "tasks.json"
 _RESUMABLE_DIFFERENCES = {"num_trials", "trial_seeds", "cassette", "record_mode", "price_source"}
 _ROLES = ("agent_info", "user_info", "judge_info")
 _TASK_LIST = TypeAdapter(list[Task])
+# The longest a saved trial waits for its fsync while the run goes on (group commit): trials that
+# finish within it share one.
+SYNC_INTERVAL_S = 0.25
 
 
 def utc_now() -> str:
@@ -45,9 +53,16 @@ def utc_now() -> str:
 
 
 class ResultsDir:
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, sync_interval_s: float = SYNC_INTERVAL_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._sync_interval_s = sync_interval_s
+        self._clock = clock
+        self._fd: int | None = None  # simulations.jsonl, open for appending from the first append to `sync`
+        self._synced_at: float | None = None
+        self._unsynced = False
 
     def prepare(self, info: RunInfo, tasks: list[Task] | None = None) -> dict[str, SimulationRun]:
         """Create the directory, or check it holds the same run; return the trials already finished.
@@ -99,16 +114,61 @@ class ResultsDir:
         return {run_id: run for run_id, run in self._latest().items() if not _is_infrastructure_error(run)}
 
     def append(self, run: SimulationRun) -> None:
+        """Save a finished trial: one line, written at once, fsynced with the others of its batch.
+
+        Why no fsync per trial keeps the promises (a killed run loses no recorded call, and resumes
+        exactly): the write reaches the kernel before the next trial is saved, so a killed process
+        (kill -9, a crash, SIGTERM) loses no saved trial; only the machine going down can lose the
+        ones written since the last fsync, at most `SYNC_INTERVAL_S` of them (and a cut last line,
+        which reading skips). Such a trial is simply not finished on resume, so it runs again, and
+        its model calls, each made durable in the cassette before its answer was used (the
+        cassette's own fsync, unchanged), replay from it: no paid call is lost or paid twice in
+        auto or replay mode, and the resumed trial is the trial that was lost. The run's end, also
+        a stopped or interrupted one, fsyncs before results.json is written (`sync`).
+        """
         payload = (run.model_dump_json() + "\n").encode("utf-8")
         with self._lock:
+            fd = self._open_for_append()
+            try:
+                _write_all(fd, payload)
+                self._unsynced = True
+                if self._synced_at is None or self._clock() - self._synced_at >= self._sync_interval_s:
+                    self._sync_locked()
+            except OSError:
+                self._close_locked()  # reopened by the next append, which starts a fresh line if this cut one
+                raise
+
+    def sync(self) -> None:
+        """Make every appended trial durable and close the file (a later append opens it again)."""
+        with self._lock:
+            try:
+                if self._fd is not None and self._unsynced:
+                    self._sync_locked()
+            finally:
+                self._close_locked()
+
+    def _open_for_append(self) -> int:
+        if self._fd is None:
             fd = os.open(self.path / SIMULATIONS_FILE, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 if _ends_cut(fd):
-                    payload = b"\n" + payload  # a crash cut the last line: never glue a record onto it
-                _write_all(fd, payload)
-                os.fsync(fd)
-            finally:
+                    _write_all(fd, b"\n")  # a crash cut the last line: never glue a record onto it
+            except OSError:
                 os.close(fd)
+                raise
+            self._fd = fd
+        return self._fd
+
+    def _sync_locked(self) -> None:
+        assert self._fd is not None
+        os.fsync(self._fd)
+        self._synced_at = self._clock()
+        self._unsynced = False
+
+    def _close_locked(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     def write_results(self, info: RunInfo, tasks: list[Task], runs: list[SimulationRun]) -> Results:
         results = Results(timestamp=utc_now(), info=info, tasks=tasks, simulations=runs)

@@ -1,4 +1,4 @@
-"""Run tasks x trials, save each finished trial at once, and write results.
+"""Run tasks x trials, save each finished trial at once (fsynced in batches), and write results.
 
 `prepare` checks and loads everything a run needs; `execute_prepared` runs its pending trials on the
 executor the config names (runner/executors.py) through the loop every executor shares
@@ -171,7 +171,10 @@ def execute(config: RunConfig, progress: ProgressCallback | None = None) -> RunO
 def execute_prepared(run: PreparedRun, progress: ProgressCallback | None = None) -> RunOutcome:
     """Run the pending trials and write the results, also when the run stops early or is interrupted
     (results.json then holds what finished, so `report` and `view` work and a rerun resumes)."""
-    new_runs, stop, warnings = _run_trials(run, progress)
+    try:
+        new_runs, stop, warnings = _run_trials(run, progress)
+    finally:
+        _sync_trials(run)
     by_id = {**run.finished, **{simulation.id: simulation for simulation in new_runs}}
     ordered = [by_id[spec.run_id] for spec in run.specs if spec.run_id in by_id]
     if run.results_dir:
@@ -185,6 +188,19 @@ def execute_prepared(run: PreparedRun, progress: ProgressCallback | None = None)
     else:
         results = Results(timestamp=utc_now(), info=run.info, tasks=run.tasks, simulations=ordered)
     return RunOutcome(results=results, new_runs=new_runs, stop=stop, warnings=warnings)
+
+
+def _sync_trials(run: PreparedRun) -> None:
+    """The saved trials made durable (they are fsynced in batches while the run goes on)."""
+    if run.results_dir is None:
+        return
+    try:
+        run.results_dir.sync()
+    except OSError as exc:
+        raise ResultsWriteError(
+            f"cannot save the trials to {run.results_dir.path / SIMULATIONS_FILE}: {exc.strerror or exc}; "
+            "fix it and rerun the same command to resume"
+        ) from None
 
 
 def _run_trials(
