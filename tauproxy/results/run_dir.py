@@ -126,7 +126,11 @@ class ResultsDir:
         auto or replay mode, and the resumed trial is the trial that was lost. The run's end, also
         a stopped or interrupted one, fsyncs before results.json is written (`sync`).
         """
-        payload = (run.model_dump_json() + "\n").encode("utf-8")
+        self.append_line(run.model_dump_json())
+
+    def append_line(self, line: str) -> None:
+        """`append` for a trial already dumped: `line` is its `model_dump_json()`."""
+        payload = (line + "\n").encode("utf-8")
         with self._lock:
             fd = self._open_for_append()
             try:
@@ -171,9 +175,15 @@ class ResultsDir:
             os.close(fd)
 
     def write_results(self, info: RunInfo, tasks: list[Task], runs: list[SimulationRun]) -> Results:
-        results = Results(timestamp=utc_now(), info=info, tasks=tasks, simulations=runs)
-        _atomic_write_parts(self.path / RESULTS_FILE, results_json_parts(results))
-        return results
+        writer = self.results_writer()
+        for run in runs:
+            writer.add(run)
+        timestamp = writer.finish(info, tasks)
+        return Results(timestamp=timestamp, info=info, tasks=tasks, simulations=runs)
+
+    def results_writer(self) -> ResultsWriter:
+        """results.json written a trial at a time (see ResultsWriter)."""
+        return ResultsWriter(self.path / RESULTS_FILE)
 
     def partial_results(self) -> Results:
         """The results of a run that did not end (killed, Ctrl-C, a crash), from what it saved.
@@ -342,6 +352,49 @@ def results_json_parts(results: Results) -> Iterator[str]:
     for index, run in enumerate(results.simulations):
         yield ("    " if index == 0 else ",\n    ") + run.model_dump_json()
     yield "\n  ]\n}\n"
+
+
+class ResultsWriter:
+    """results.json written as the trials come, in the order it lists them, so a run need not hold
+    them all: each goes to a temp file beside it at once; `finish` writes the header (the timestamp is
+    when the run ended), copies them after it and puts the file in place atomically. The bytes are
+    those of `results_json_parts`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._body_path = path.with_name(path.name + ".body.tmp")
+        self._body = open(self._body_path, "w", encoding="utf-8", newline="")  # noqa: SIM115 (finish or discard closes it)
+        self._count = 0
+
+    def add(self, run: SimulationRun, line: str | None = None) -> None:
+        """A simulation, next in order; `line`: its `model_dump_json()` when the caller has it already."""
+        self._body.write(
+            ("    " if self._count == 0 else ",\n    ") + (line if line is not None else run.model_dump_json())
+        )
+        self._count += 1
+
+    def finish(self, info: RunInfo, tasks: list[Task]) -> str:
+        """Write results.json; returns its timestamp."""
+        timestamp = utc_now()
+        self._body.close()
+        header = Results(timestamp=timestamp, info=info, tasks=tasks, simulations=[])
+        try:
+            with open(self._body_path, encoding="utf-8", newline="") as body:
+                _atomic_write_parts(self.path, _with_body(header, iter(lambda: body.read(1 << 20), "")))
+        finally:
+            self._body_path.unlink(missing_ok=True)
+        return timestamp
+
+    def discard(self) -> None:
+        self._body.close()
+        self._body_path.unlink(missing_ok=True)
+
+
+def _with_body(header: Results, body: Iterable[str]) -> Iterator[str]:
+    parts = list(results_json_parts(header))
+    yield from parts[:-1]  # up to and with `"simulations": [` (no simulation yet)
+    yield from body
+    yield parts[-1]
 
 
 def _tasks_json_parts(tasks: list[Task]) -> Iterator[str]:
