@@ -1,5 +1,6 @@
 """A run directory: `simulations.jsonl` grows one finished trial per line (so a crash or Ctrl-C loses
-nothing finished, and `--save-to` resumes), and `results.json` is written whole at the end.
+nothing finished, and `--save-to` resumes), and `results.json` is put in place at the end (its
+simulations are written beside it as they come, `ResultsWriter`, so a run need not hold them).
 
 Trials are appended at once and made durable in batches (`SYNC_INTERVAL_S`, and always at the end
 of a run: `ResultsDir.sync`), not with an fsync each; see `ResultsDir.append` for why that keeps the
