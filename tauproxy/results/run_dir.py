@@ -19,6 +19,7 @@ run.json (engine/llm_config.py keeps them out), so changing them never blocks a 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -366,17 +367,26 @@ class ResultsWriter:
         self._body_path = path.with_name(path.name + ".body.tmp")
         self._body = open(self._body_path, "w", encoding="utf-8", newline="")  # noqa: SIM115 (finish or discard closes it)
         self._count = 0
+        self._failed: OSError | None = None  # a write that failed leaves the body cut: never finished
 
     def add(self, run: SimulationRun, line: str | None = None) -> None:
         """A simulation, next in order; `line`: its `model_dump_json()` when the caller has it already."""
-        self._body.write(
-            ("    " if self._count == 0 else ",\n    ") + (line if line is not None else run.model_dump_json())
-        )
+        if self._failed is not None:
+            return  # the body is cut: finish refuses, nothing more is worth writing
+        text = line if line is not None else run.model_dump_json()
+        try:
+            self._body.write(("    " if self._count == 0 else ",\n    ") + text)
+        except OSError as exc:
+            self._failed = self._failed or exc
+            raise
         self._count += 1
 
     def finish(self, info: RunInfo, tasks: list[Task]) -> str:
         """Write results.json; returns its timestamp."""
         timestamp = utc_now()
+        if self._failed is not None:
+            self.discard()
+            raise self._failed
         self._body.close()
         header = Results(timestamp=timestamp, info=info, tasks=tasks, simulations=[])
         try:
@@ -387,7 +397,8 @@ class ResultsWriter:
         return timestamp
 
     def discard(self) -> None:
-        self._body.close()
+        with contextlib.suppress(OSError):  # what it could not flush is thrown away anyway
+            self._body.close()
         self._body_path.unlink(missing_ok=True)
 
 

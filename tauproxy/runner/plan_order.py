@@ -27,21 +27,24 @@ class PlanOrder:
     def add(self, simulation: SimulationRun, line: str | None) -> None:
         """A trial this invocation finished."""
         self._waiting[simulation.id] = (simulation, line)
-        while self._next < len(self._run_ids) and self._hand_on(self._run_ids[self._next], wait=True):
-            self._next += 1
+        while self._next < len(self._run_ids):
+            ready = self._take(self._run_ids[self._next])
+            if ready is None:
+                return  # the plan waits for this trial
+            self._next += 1  # before the emit: a trial is handed on once, even if the emit raises
+            self._emit(*ready)
 
     def close(self) -> None:
         """The run ended: hand on what is left, in plan order; a trial that never ran is skipped."""
-        for run_id in self._run_ids[self._next :]:
-            self._hand_on(run_id, wait=False)
-        self._next = len(self._run_ids)
+        while self._next < len(self._run_ids):
+            ready = self._take(self._run_ids[self._next])
+            self._next += 1
+            if ready is not None:
+                self._emit(*ready)
 
-    def _hand_on(self, run_id: str, wait: bool) -> bool:
-        """Emit the trial `run_id` if it is here; False when the plan must wait for it."""
+    def _take(self, run_id: str) -> tuple[SimulationRun, str | None] | None:
         if run_id in self._waiting:
-            self._emit(*self._waiting.pop(run_id))
-            return True
+            return self._waiting.pop(run_id)
         if run_id in self._resumed:
-            self._emit(self._resumed[run_id], None)
-            return True
-        return not wait
+            return self._resumed[run_id], None
+        return None

@@ -202,12 +202,15 @@ def execute_streamed(
 def _execute(
     run: PreparedRun, progress: ProgressCallback | None, on_result: Callable[[SimulationRun], None], collect: bool
 ) -> tuple[StreamedOutcome, list[SimulationRun]]:
-    writer = run.results_dir.results_writer() if run.results_dir else None
+    writer = _results_writer(run)
 
     def emit(simulation: SimulationRun, line: str | None) -> None:
-        if writer is not None:
-            writer.add(simulation, line)
         on_result(simulation)
+        if writer is not None:
+            try:
+                writer.add(simulation, line)
+            except OSError as exc:  # stops the run like a trial that cannot be saved
+                raise ResultsWriteError(f"cannot write {writer.path}: {exc.strerror or exc}; stopping") from None
 
     order = PlanOrder([spec.run_id for spec in run.specs], run.finished, emit)
     try:
@@ -223,6 +226,15 @@ def _execute(
     timestamp = _finish_results(run, writer) if writer is not None else utc_now()
     header = Results(timestamp=timestamp, info=run.info, tasks=run.tasks, simulations=[])
     return StreamedOutcome(header=header, new_trials=count, stop=stop, warnings=warnings), new_runs
+
+
+def _results_writer(run: PreparedRun) -> ResultsWriter | None:
+    if run.results_dir is None:
+        return None
+    try:
+        return run.results_dir.results_writer()
+    except OSError as exc:
+        raise ResultsWriteError(f"cannot write in {run.results_dir.path}: {exc.strerror or exc}") from None
 
 
 def _finish_results(run: PreparedRun, writer: ResultsWriter) -> str:

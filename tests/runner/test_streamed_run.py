@@ -7,12 +7,13 @@ import json
 import random
 from pathlib import Path
 
+import pytest
 from conftest import invoke_cli
 
 from tauproxy.data_model.result import SimulationRun
 from tauproxy.reports.summary import summarize, summary_of
 from tauproxy.reports.tally import RunTally
-from tauproxy.results.run_dir import RESULTS_FILE, load_results, results_json_parts
+from tauproxy.results.run_dir import RESULTS_FILE, ResultsDir, load_results, results_json_parts
 from tauproxy.runner.plan_order import PlanOrder
 
 
@@ -91,3 +92,24 @@ def test_trials_are_handed_on_in_plan_order_and_only_early_ones_wait(tmp_path: P
     assert len(emitted) == 3, "e waits for d"
     order.close()
     assert emitted[3:] == [(e.id, "e-line")], "d never ran (a stop): skipped at the end"
+
+
+def test_a_results_file_that_cannot_be_written_is_never_finished_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = tmp_path / "run"
+    invoke_cli(*run_args(run_dir))
+    results = load_results(run_dir)
+    (tmp_path / "other").mkdir()
+    writer = ResultsDir(tmp_path / "other").results_writer()
+    writer.add(results.simulations[0])
+
+    def disk_full(text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writer._body, "write", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        writer.add(results.simulations[1])
+    with pytest.raises(OSError, match="No space left"):
+        writer.finish(results.info, results.tasks)
+    assert list((tmp_path / "other").iterdir()) == [], "no results.json, no temp file"
