@@ -46,18 +46,27 @@ class TrialError:
 def first_errors(simulations: Sequence[SimulationRun], limit: int = 3) -> list[TrialError]:
     """The first trials with an error, one per distinct first line: three copies of one cause say less
     than three causes."""
-    found: list[TrialError] = []
-    seen: set[str] = set()
+    found = FirstErrors(limit)
     for run in simulations:
+        found.add(run)
+    return found.errors
+
+
+class FirstErrors:
+    """`first_errors`, one trial at a time, for a run that does not hold its trials."""
+
+    def __init__(self, limit: int = 3) -> None:
+        self.limit = limit
+        self.errors: list[TrialError] = []
+        self._seen: set[str] = set()
+
+    def add(self, run: SimulationRun) -> None:
         message = (run.error or "").strip()
         first = message.splitlines()[0] if message else ""
-        if not first or first in seen:
-            continue
-        seen.add(first)
-        found.append(TrialError(run.id, run.termination_reason.value, first))
-        if len(found) == limit:
-            break
-    return found
+        if not first or first in self._seen or len(self.errors) == self.limit:
+            return
+        self._seen.add(first)
+        self.errors.append(TrialError(run.id, run.termination_reason.value, first))
 
 
 @dataclass(frozen=True)

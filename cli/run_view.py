@@ -17,16 +17,17 @@ from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Column
 
 from tauproxy.data_model.result import SimulationRun, TerminationReason
-from tauproxy.reports.costs import cost_summary
+from tauproxy.reports.costs import CostAdder
 from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, is_success
-from tauproxy.reports.summary import summarize
+from tauproxy.reports.summary import summary_of
+from tauproxy.reports.tally import RunTally
 from tauproxy.runner.config import RunConfig
 from tauproxy.runner.executor import StopKind
 from tauproxy.runner.prepared import PreparedRun
-from tauproxy.runner.run import RunOutcome, execute_prepared, goes_live, prepare
+from tauproxy.runner.run import StreamedOutcome, execute_streamed, goes_live, prepare
 from tauproxy_cli import exit_codes
 from tauproxy_cli.output import err_console, error, note, print_json, warn
-from tauproxy_cli.report_view import RunFacts, first_errors, money, print_summary, tally_money
+from tauproxy_cli.report_view import FirstErrors, RunFacts, money, print_summary, tally_money
 
 
 @dataclass
@@ -139,25 +140,47 @@ def run_with_progress(config: RunConfig, json_output: bool, fail_on_budget: bool
     done = len(prepared.specs) - len(prepared.pending)
     if done:
         note(f"resuming: {done} of {len(prepared.specs)} trials done")
-    outcome = _execute(prepared, json_output)
+    trials = RunTrials(task_order=[task.id for task in prepared.tasks])
+    outcome = _execute(prepared, json_output, trials)
     for message in outcome.warnings:
         warn(message)
-    summary = summarize(outcome.results)
+    summary = summary_of(outcome.header, trials.tally)
     facts = RunFacts(
         planned_tasks=len(prepared.tasks),
         planned_trials=len(prepared.specs),
-        new_trials=len(outcome.new_runs),
-        new_live=cost_summary(outcome.new_runs).live,
-        errors=first_errors(outcome.results.simulations),
+        new_trials=outcome.new_trials,
+        new_live=trials.new_costs.summary().live,
+        errors=trials.errors.errors,
     )
     if json_output:
         print_json(summary)
     else:
         print_summary(summary, saved_to=str(config.save_to) if config.save_to else None, full=full, run=facts)
-    return _verdict(outcome, facts, fail_on_budget)
+    return _verdict(outcome, trials, facts, fail_on_budget)
 
 
-def _execute(prepared: PreparedRun, json_output: bool) -> RunOutcome:
+class RunTrials:
+    """What the summary and the verdict need of a run's trials, added as the run hands them on (in
+    results.json's order), so that the run holds counts, not trials: its memory stays flat however
+    many trials it runs. `summary_of` on the tally is `summarize` of the results file."""
+
+    def __init__(self, task_order: list[str]) -> None:
+        self.tally = RunTally(task_order)
+        self.errors = FirstErrors()
+        self.new_costs = CostAdder()  # this invocation's trials, in the order they finished
+        self.excluded = 0
+        self.first_excluded_error: str | None = None
+
+    def add(self, run: SimulationRun) -> None:
+        self.tally.add(run)
+        self.errors.add(run)
+        if run.termination_reason == TerminationReason.INFRASTRUCTURE_ERROR:
+            if not self.excluded:
+                self.first_excluded_error = run.error
+            self.excluded += 1
+
+
+def _execute(prepared: PreparedRun, json_output: bool, trials: RunTrials) -> StreamedOutcome:
     state = ProgressState(total=len(prepared.specs), started=time.monotonic(), budget=prepared.config.max_cost)
     for spec in prepared.specs:
         if spec.run_id in prepared.finished:
@@ -170,13 +193,14 @@ def _execute(prepared: PreparedRun, json_output: bool) -> RunOutcome:
         bar = progress.add_task(label, total=state.total, completed=state.done, line=line)
 
         def advance(run: SimulationRun, done: int, total: int) -> None:
+            trials.new_costs.add(run)
             state.finish(run)
             state.done, state.total = done, total  # the runner's count is the truth
             line = progress_line(state, time.monotonic())
             fit_bar(bar_column, err_console.width, label, line)
             progress.update(bar, completed=done, total=total, line=line)
 
-        return execute_prepared(prepared, progress=advance)
+        return execute_streamed(prepared, trials.add, progress=advance)
 
 
 BAR_WIDTH = 40
@@ -210,40 +234,39 @@ def _models(config: RunConfig) -> list[str]:
     return [config.agent.model, *([] if config.solo else [config.user.model]), config.judge.model]
 
 
-def _verdict(outcome: RunOutcome, facts: RunFacts, fail_on_budget: bool) -> int:
+def _verdict(outcome: StreamedOutcome, trials: RunTrials, facts: RunFacts, fail_on_budget: bool) -> int:
     """Say what stopped the run and which trials could not be scored; return the exit code."""
-    simulations = outcome.results.simulations
     planned = facts.planned_trials
-    excluded = [s for s in simulations if s.termination_reason == TerminationReason.INFRASTRUCTURE_ERROR]
+    excluded = trials.excluded
     if excluded:
         warn(
-            f"{len(excluded)} trial(s) excluded as infrastructure errors (re-run on resume); "
-            f"first: {excluded[0].error or 'no message'}"
+            f"{excluded} trial(s) excluded as infrastructure errors (re-run on resume); "
+            f"first: {trials.first_excluded_error or 'no message'}"
         )
     stop = outcome.stop
     if stop is not None and stop.kind is StopKind.INTERRUPTED:
-        saved = len(simulations) - len(excluded)
+        saved = trials.tally.trials - excluded
         warn(f"interrupted: {saved} of {planned} trials saved; rerun the same command to resume")
         return exit_codes.INTERRUPTED
     if stop is not None and stop.kind is StopKind.INFRASTRUCTURE:
         error(stop.reason)
         return exit_codes.INFRASTRUCTURE_STOP
-    if len(simulations) == len(excluded):
-        error("no trial could be scored" + (f": {excluded[0].error}" if excluded else ""))
+    if trials.tally.trials == excluded:
+        error("no trial could be scored" + (f": {trials.first_excluded_error}" if excluded else ""))
         return exit_codes.NOTHING_SCORED
     if stop is not None and stop.kind is StopKind.BUDGET:
         warn(stop.reason)
-        note(budget_spend_line(outcome, facts))
+        note(budget_spend_line(trials, facts))
         return exit_codes.BUDGET_STOP if fail_on_budget else exit_codes.OK
     return exit_codes.OK
 
 
-def budget_spend_line(outcome: RunOutcome, facts: RunFacts) -> str:
+def budget_spend_line(trials: RunTrials, facts: RunFacts) -> str:
     """After a budget stop: what this invocation spent (what --max-cost limits) and, apart, the whole
     run's live spend, resumed trials included."""
-    whole = cost_summary(outcome.results.simulations).live
+    whole = trials.tally.costs().live
     return (
         f"this invocation: {tally_money(facts.new_live)} live over {facts.new_trials} trials; "
-        f"whole run: {tally_money(whole)} live over {len(outcome.results.simulations)} of "
+        f"whole run: {tally_money(whole)} live over {trials.tally.trials} of "
         f"{facts.planned_trials} trials"
     )

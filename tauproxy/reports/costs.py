@@ -124,39 +124,63 @@ class _Sides:
 
 
 def cost_summary(runs: list[SimulationRun]) -> CostSummary:
-    total = _Sides()
-    by_role: dict[str, _Sides] = defaultdict(_Sides)
-    by_model: dict[str, _Sides] = defaultdict(_Sides)
-    by_task: dict[str, _Sides] = defaultdict(_Sides)
+    adder = CostAdder()
     for run in runs:
+        adder.add(run)
+    return adder.summary()
+
+
+class CostAdder:
+    """`cost_summary`, one trial at a time: what a long run keeps instead of its trials. Trials added
+    in the same order give the same summary, to the last digit (the same additions in the same order)."""
+
+    def __init__(self) -> None:
+        self._total = _Sides()
+        self._by_role: dict[str, _Sides] = defaultdict(_Sides)
+        self._by_model: dict[str, _Sides] = defaultdict(_Sides)
+        self._by_task: dict[str, _Sides] = defaultdict(_Sides)
+        # What runs without call records report they cost (agent, user, judge): all they add.
+        self._callless: list[tuple[float | None, float | None, float | None]] = []
+
+    def add(self, run: SimulationRun) -> None:
         for call in run.calls:
-            for sides in (total, by_role[call.role], by_model[call.model], by_task[run.task_id]):
+            for sides in (
+                self._total,
+                self._by_role[call.role],
+                self._by_model[call.model],
+                self._by_task[run.task_id],
+            ):
                 sides.add(call)
-    live, replayed, shared = total.live.tally(), total.replayed.tally(), total.shared.tally()
-    return CostSummary(
-        live_usd=live.usd,
-        replayed_usd=replayed.usd,
-        unknown_price_calls=live.unknown_price_calls + replayed.unknown_price_calls + shared.unknown_price_calls,
-        live=live,
-        replayed=replayed,
-        by_role=_splits(by_role),
-        by_model=_splits(by_model),
-        by_task=_splits(by_task),
-        latency_s=Latency(
-            live=round(total.live.latency_s, 6),
-            replayed=round(total.replayed.latency_s, 6),
-            shared=round(total.shared.latency_s, 6),
-        ),
-        unattributed=_unattributed([run for run in runs if not run.calls]),
-        shared=shared,
-    )
+        if not run.calls:
+            self._callless.append((run.agent_cost, run.user_cost, run.judge_cost))
+
+    def summary(self) -> CostSummary:
+        total = self._total
+        live, replayed, shared = total.live.tally(), total.replayed.tally(), total.shared.tally()
+        return CostSummary(
+            live_usd=live.usd,
+            replayed_usd=replayed.usd,
+            unknown_price_calls=live.unknown_price_calls + replayed.unknown_price_calls + shared.unknown_price_calls,
+            live=live,
+            replayed=replayed,
+            by_role=_splits(self._by_role),
+            by_model=_splits(self._by_model),
+            by_task=_splits(self._by_task),
+            latency_s=Latency(
+                live=round(total.live.latency_s, 6),
+                replayed=round(total.replayed.latency_s, 6),
+                shared=round(total.shared.latency_s, 6),
+            ),
+            unattributed=_unattributed(self._callless),
+            shared=shared,
+        )
 
 
 def _splits(table: dict[str, _Sides]) -> dict[str, CostSplit]:
     return {name: sides.split() for name, sides in sorted(table.items())}
 
 
-def _unattributed(runs: list[SimulationRun]) -> UnattributedCost:
+def _unattributed(costs: list[tuple[float | None, float | None, float | None]]) -> UnattributedCost:
     def total(values: list[float | None]) -> float | None:
         # One missing value makes the total unknown: a partial sum would read as the whole bill.
         if not values or any(v is None for v in values):
@@ -164,10 +188,6 @@ def _unattributed(runs: list[SimulationRun]) -> UnattributedCost:
         return round(sum(v for v in values if v is not None), 10)
 
     return UnattributedCost(
-        simulations=len(runs),
-        by_role={
-            "agent": total([r.agent_cost for r in runs]),
-            "user": total([r.user_cost for r in runs]),
-            "judge": total([r.judge_cost for r in runs]),
-        },
+        simulations=len(costs),
+        by_role={role: total([cost[index] for cost in costs]) for index, role in enumerate(("agent", "user", "judge"))},
     )

@@ -11,21 +11,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, PlainSerializer
 
-from tauproxy.data_model.result import ModelInfo, Results, SimulationRun
+from tauproxy.data_model.result import ModelInfo, Results
 from tauproxy.data_model.task import RewardType
-from tauproxy.reports.costs import CostSummary, cost_summary
-from tauproxy.reports.grid import GridRow, trial_grid
-from tauproxy.reports.metrics import (
-    BasisMean,
-    TaskCount,
-    average_reward,
-    bootstrap_pass_hat_k_ci,
-    pass_hat_ks,
-    reward_breakdown,
-    task_counts,
-    termination_counts,
-)
+from tauproxy.reports.costs import CostSummary
+from tauproxy.reports.grid import GridRow
+from tauproxy.reports.metrics import BasisMean, TaskCount, bootstrap_pass_hat_k_ci, pass_hat_ks
 from tauproxy.reports.notebook import facts, pass_line, table, usd
+from tauproxy.reports.tally import RunTally
 from tauproxy.results.provenance import Origin, made_by_of, notes_of, origin_of, sources_of, task_order
 
 
@@ -135,31 +127,34 @@ class ReportSummary(BaseModel):
 
 
 def summarize(results: Results) -> ReportSummary:
-    runs = results.simulations
-    order = task_order(results)
-    counts = task_counts(runs, order)
+    tally = RunTally(task_order(results))
+    for run in results.simulations:
+        tally.add(run)
+    return summary_of(results, tally)
+
+
+def summary_of(results: Results, tally: RunTally) -> ReportSummary:
+    """The report of `results`' trials as `tally` counted them; of `results` only the run's settings
+    and provenance are read, so a run that streamed its trials into the tally passes them without."""
+    counts = tally.task_counts()
     info = results.info
-    calls = [call for run in runs for call in run.calls]
-    terminations = termination_counts(runs)
+    terminations = tally.termination_counts()
+    calls = tally.calls()
     return ReportSummary(
         domain=info.domain,
         pass_hat_k=pass_hat_ks(counts),
         pass_hat_k_ci=bootstrap_pass_hat_k_ci(counts),
         num_tasks=len(counts),
         num_trials=min((c.trials for c in counts), default=0),
-        avg_reward=average_reward(runs),
+        avg_reward=tally.average_reward(),
         tasks=counts,
         termination_reasons=dict(sorted({**terminations.counted, **terminations.excluded}.items())),
         excluded_simulations=sum(terminations.excluded.values()),
         excluded_reasons=terminations.excluded,
-        reward_breakdown=reward_breakdown(runs),
-        grid=trial_grid(runs, order),
-        calls=CallCounts(
-            live=sum(1 for c in calls if c.source == "live"),
-            replayed=sum(1 for c in calls if c.source == "replay"),
-            shared=sum(1 for c in calls if c.source == "shared"),
-        ),
-        cost=_costs(runs),
+        reward_breakdown=tally.reward_breakdown(),
+        grid=tally.grid(),
+        calls=CallCounts(live=calls["live"], replayed=calls["replay"], shared=calls["shared"]),
+        cost=_costs(tally),
         models=RoleModels(agent=info.agent_info, user=info.user_info, judge=info.judge_info),
         price_source=info.price_source,
         tauproxy_version=info.tauproxy_version,
@@ -173,9 +168,9 @@ def summarize(results: Results) -> ReportSummary:
     )
 
 
-def _costs(runs: list[SimulationRun]) -> CostSummary:
-    cost = cost_summary(runs)
-    if runs and all(not run.calls for run in runs):
+def _costs(tally: RunTally) -> CostSummary:
+    cost = tally.costs()
+    if tally.trials and not tally.has_call_records:
         # No call records at all (a τ²-bench file): whether money was spent live or replayed is
         # unknown, and must not read as $0.
         return cost.model_copy(update={"live_usd": None, "replayed_usd": None})

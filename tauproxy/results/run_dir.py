@@ -1,5 +1,10 @@
 """A run directory: `simulations.jsonl` grows one finished trial per line (so a crash or Ctrl-C loses
-nothing finished, and `--save-to` resumes), and `results.json` is written whole at the end.
+nothing finished, and `--save-to` resumes), and `results.json` is put in place at the end (its
+simulations are written beside it as they come, `ResultsWriter`, so a run need not hold them).
+
+Trials are appended at once and made durable in batches (`SYNC_INTERVAL_S`, and always at the end
+of a run: `ResultsDir.sync`), not with an fsync each; see `ResultsDir.append` for why that keeps the
+promise that a killed run loses no recorded call and resumes exactly.
 
     RUN_DIR/run.json           the run's settings (RunInfo), written when the run starts
     RUN_DIR/tasks.json         the run's tasks, written when the run starts
@@ -14,10 +19,12 @@ run.json (engine/llm_config.py keeps them out), so changing them never blocks a 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +45,9 @@ TASKS_FILE = "tasks.json"
 _RESUMABLE_DIFFERENCES = {"num_trials", "trial_seeds", "cassette", "record_mode", "price_source"}
 _ROLES = ("agent_info", "user_info", "judge_info")
 _TASK_LIST = TypeAdapter(list[Task])
+# The longest a saved trial waits for its fsync while the run goes on (group commit): trials that
+# finish within it share one.
+SYNC_INTERVAL_S = 0.25
 
 
 def utc_now() -> str:
@@ -45,9 +55,16 @@ def utc_now() -> str:
 
 
 class ResultsDir:
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self, path: Path, sync_interval_s: float = SYNC_INTERVAL_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._sync_interval_s = sync_interval_s
+        self._clock = clock
+        self._fd: int | None = None  # simulations.jsonl, open for appending from the first append to `sync`
+        self._synced_at: float | None = None
+        self._unsynced = False
 
     def prepare(self, info: RunInfo, tasks: list[Task] | None = None) -> dict[str, SimulationRun]:
         """Create the directory, or check it holds the same run; return the trials already finished.
@@ -99,21 +116,76 @@ class ResultsDir:
         return {run_id: run for run_id, run in self._latest().items() if not _is_infrastructure_error(run)}
 
     def append(self, run: SimulationRun) -> None:
-        payload = (run.model_dump_json() + "\n").encode("utf-8")
+        """Save a finished trial: one line, written at once, fsynced with the others of its batch.
+
+        Why no fsync per trial keeps the promises (a killed run loses no recorded call, and resumes
+        exactly): the write reaches the kernel before the next trial is saved, so a killed process
+        (kill -9, a crash, SIGTERM) loses no saved trial; only the machine going down can lose the
+        ones written since the last fsync, at most `SYNC_INTERVAL_S` of them (and a cut last line,
+        which reading skips). Such a trial is simply not finished on resume, so it runs again, and
+        its model calls, each made durable in the cassette before its answer was used (the
+        cassette's own fsync, unchanged), replay from it: no paid call is lost or paid twice in
+        auto or replay mode, and the resumed trial is the trial that was lost. The run's end, also
+        a stopped or interrupted one, fsyncs before results.json is written (`sync`).
+        """
+        self.append_line(run.model_dump_json())
+
+    def append_line(self, line: str) -> None:
+        """`append` for a trial already dumped: `line` is its `model_dump_json()`."""
+        payload = (line + "\n").encode("utf-8")
         with self._lock:
+            fd = self._open_for_append()
+            try:
+                _write_all(fd, payload)
+                self._unsynced = True
+                if self._synced_at is None or self._clock() - self._synced_at >= self._sync_interval_s:
+                    self._sync_locked()
+            except OSError:
+                self._close_locked()  # reopened by the next append, which starts a fresh line if this cut one
+                raise
+
+    def sync(self) -> None:
+        """Make every appended trial durable and close the file (a later append opens it again)."""
+        with self._lock:
+            try:
+                if self._fd is not None and self._unsynced:
+                    self._sync_locked()
+            finally:
+                self._close_locked()
+
+    def _open_for_append(self) -> int:
+        if self._fd is None:
             fd = os.open(self.path / SIMULATIONS_FILE, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 if _ends_cut(fd):
-                    payload = b"\n" + payload  # a crash cut the last line: never glue a record onto it
-                _write_all(fd, payload)
-                os.fsync(fd)
-            finally:
+                    _write_all(fd, b"\n")  # a crash cut the last line: never glue a record onto it
+            except OSError:
                 os.close(fd)
+                raise
+            self._fd = fd
+        return self._fd
+
+    def _sync_locked(self) -> None:
+        assert self._fd is not None
+        os.fsync(self._fd)
+        self._synced_at = self._clock()
+        self._unsynced = False
+
+    def _close_locked(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     def write_results(self, info: RunInfo, tasks: list[Task], runs: list[SimulationRun]) -> Results:
-        results = Results(timestamp=utc_now(), info=info, tasks=tasks, simulations=runs)
-        _atomic_write_parts(self.path / RESULTS_FILE, results_json_parts(results))
-        return results
+        writer = self.results_writer()
+        for run in runs:
+            writer.add(run)
+        timestamp = writer.finish(info, tasks)
+        return Results(timestamp=timestamp, info=info, tasks=tasks, simulations=runs)
+
+    def results_writer(self) -> ResultsWriter:
+        """results.json written a trial at a time (see ResultsWriter)."""
+        return ResultsWriter(self.path / RESULTS_FILE)
 
     def partial_results(self) -> Results:
         """The results of a run that did not end (killed, Ctrl-C, a crash), from what it saved.
@@ -282,6 +354,59 @@ def results_json_parts(results: Results) -> Iterator[str]:
     for index, run in enumerate(results.simulations):
         yield ("    " if index == 0 else ",\n    ") + run.model_dump_json()
     yield "\n  ]\n}\n"
+
+
+class ResultsWriter:
+    """results.json written as the trials come, in the order it lists them, so a run need not hold
+    them all: each goes to a temp file beside it at once; `finish` writes the header (the timestamp is
+    when the run ended), copies them after it and puts the file in place atomically. The bytes are
+    those of `results_json_parts`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._body_path = path.with_name(path.name + ".body.tmp")
+        self._body = open(self._body_path, "w", encoding="utf-8", newline="")  # noqa: SIM115 (finish or discard closes it)
+        self._count = 0
+        self._failed: OSError | None = None  # a write that failed leaves the body cut: never finished
+
+    def add(self, run: SimulationRun, line: str | None = None) -> None:
+        """A simulation, next in order; `line`: its `model_dump_json()` when the caller has it already."""
+        if self._failed is not None:
+            return  # the body is cut: finish refuses, nothing more is worth writing
+        text = line if line is not None else run.model_dump_json()
+        try:
+            self._body.write(("    " if self._count == 0 else ",\n    ") + text)
+        except OSError as exc:
+            self._failed = self._failed or exc
+            raise
+        self._count += 1
+
+    def finish(self, info: RunInfo, tasks: list[Task]) -> str:
+        """Write results.json; returns its timestamp."""
+        timestamp = utc_now()
+        if self._failed is not None:
+            self.discard()
+            raise self._failed
+        self._body.close()
+        header = Results(timestamp=timestamp, info=info, tasks=tasks, simulations=[])
+        try:
+            with open(self._body_path, encoding="utf-8", newline="") as body:
+                _atomic_write_parts(self.path, _with_body(header, iter(lambda: body.read(1 << 20), "")))
+        finally:
+            self._body_path.unlink(missing_ok=True)
+        return timestamp
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):  # what it could not flush is thrown away anyway
+            self._body.close()
+        self._body_path.unlink(missing_ok=True)
+
+
+def _with_body(header: Results, body: Iterable[str]) -> Iterator[str]:
+    parts = list(results_json_parts(header))
+    yield from parts[:-1]  # up to and with `"simulations": [` (no simulation yet)
+    yield from body
+    yield parts[-1]
 
 
 def _tasks_json_parts(tasks: list[Task]) -> Iterator[str]:

@@ -10,27 +10,36 @@ class BudgetGuard:
 
     The projection is the live spend so far plus, for each trial already running and the next one,
     the mean live cost of a finished trial. Unknown prices count as a stop: we cannot promise a bound.
+    Finished trials are added as they finish (`add`): the guard keeps their sum, not the trials.
     """
 
     def __init__(self, max_cost: float | None) -> None:
         self.max_cost = max_cost
+        self._finished = 0
+        self._spent = 0.0
+        self._unknown_price = False
 
-    def blind(self, done: list[SimulationRun]) -> bool:
+    def add(self, run: SimulationRun) -> None:
+        self._finished += 1
+        for call in run.calls:
+            if call.source != "live":
+                continue
+            if call.cost_usd is None:
+                self._unknown_price = True
+            else:
+                self._spent += call.cost_usd
+
+    def blind(self) -> bool:
         """A budget is set and no trial has finished: there is no cost to project from yet."""
-        return self.max_cost is not None and not done
+        return self.max_cost is not None and not self._finished
 
-    def refusal(self, done: list[SimulationRun], running: int) -> str | None:
+    def refusal(self, running: int) -> str | None:
         if self.max_cost is None:
             return None
-        spent = 0.0
-        for run in done:
-            for call in run.calls:
-                if call.source != "live":
-                    continue
-                if call.cost_usd is None:
-                    return f"a live call had an unknown price; --max-cost {self.max_cost} cannot be kept"
-                spent += call.cost_usd
-        mean = spent / len(done) if done else 0.0
+        if self._unknown_price:
+            return f"a live call had an unknown price; --max-cost {self.max_cost} cannot be kept"
+        spent = self._spent
+        mean = spent / self._finished if self._finished else 0.0
         projected = spent + mean * (running + 1)
         if projected > self.max_cost:
             return (

@@ -17,6 +17,7 @@ from typing import Protocol, TypeVar
 from tauproxy.data_model.result import SimulationRun, TerminationReason
 from tauproxy.errors import CassetteWriteError, ResultsWriteError
 from tauproxy.runner.budget import BudgetGuard
+from tauproxy.runner.plan_order import PlanOrder
 from tauproxy.runner.prepared import PreparedRun, ProgressCallback
 from tauproxy.runner.trial import TrialSpec
 
@@ -92,10 +93,15 @@ def _cause_of(error: str | None) -> str:
 
 
 def run_pending(
-    run: PreparedRun, executor: TrialExecutor[Handle], progress: ProgressCallback | None
+    run: PreparedRun,
+    executor: TrialExecutor[Handle],
+    progress: ProgressCallback | None,
+    order: PlanOrder | None = None,
+    collect: bool = True,
 ) -> tuple[list[SimulationRun], RunStop | None]:
-    """Run the trials not finished yet; returns them in the order they finished, and why the run
-    stopped early, if it did.
+    """Run the trials not finished yet; returns them in the order they finished (none unless
+    `collect`: a caller streaming them through `order` holds no list), and why the run stopped
+    early, if it did.
 
     Trials already running when the run stops (budget, an infrastructure stop) still finish and are
     saved. A cassette or results write failure stops the run: the trials in flight finish (their calls
@@ -105,14 +111,14 @@ def run_pending(
     budget = BudgetGuard(run.config.max_cost)
     streak = _InfraStreak(run.config.max_infra_errors)
     queue = run.pending
-    already = len(run.specs) - len(queue)
+    finished = len(run.specs) - len(queue)
     running: list[Handle] = []
     done: list[SimulationRun] = []
     stopped: RunStop | None = None
     try:
         while queue or running:
-            while queue and stopped is None and len(running) < executor.window(budget.blind(done)):
-                refusal = budget.refusal(done, len(running))
+            while queue and stopped is None and len(running) < executor.window(budget.blind()):
+                refusal = budget.refusal(len(running))
                 if refusal is not None:
                     stopped = RunStop(StopKind.BUDGET, refusal)
                 else:
@@ -123,7 +129,11 @@ def run_pending(
                 running.remove(handle)
                 try:
                     simulation = executor.result(handle)
-                    run.keep(done, simulation, already, progress)
+                    finished += 1
+                    budget.add(simulation)
+                    if collect:
+                        done.append(simulation)
+                    run.keep(simulation, finished, progress, order)
                 except (CassetteWriteError, ResultsWriteError) as exc:
                     if stopped is None or stopped.kind is not StopKind.INFRASTRUCTURE:
                         stopped = RunStop(StopKind.INFRASTRUCTURE, str(exc))  # the first such error says why

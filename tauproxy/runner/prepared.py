@@ -17,6 +17,7 @@ from tauproxy.errors import ResultsWriteError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.results.run_dir import ResultsDir
 from tauproxy.runner.config import RunConfig
+from tauproxy.runner.plan_order import PlanOrder
 from tauproxy.runner.trial import TrialSpec
 
 # Called after each finished trial with it, the number of trials finished so far (resumed ones
@@ -55,21 +56,25 @@ class PreparedRun:
         return dataclasses.replace(self, specs=specs, finished=done)
 
     def keep(
-        self, done: list[SimulationRun], simulation: SimulationRun, already: int, progress: ProgressCallback | None
+        self, simulation: SimulationRun, count: int, progress: ProgressCallback | None, order: PlanOrder | None
     ) -> None:
-        """A trial finished: save it at once (a crash loses nothing finished) and report progress.
+        """A trial finished (`count` of the plan so far, resumed ones included): hand it on to the
+        run's results in plan order, save it at once (a crash loses nothing finished) and report it.
 
-        It joins `done` before it is appended to the run directory: a Ctrl-C landing between the two
-        would otherwise leave a trial on disk that results.json and the "saved" count leave out."""
-        done.append(simulation)
+        It is handed on before it is appended to the run directory: a Ctrl-C landing between the
+        two would otherwise leave a trial on disk that results.json and the "saved" count leave out;
+        a trial that cannot be saved is still reported (it finished), the run stops, and a rerun
+        runs it again. One JSON dump serves both."""
+        line = simulation.model_dump_json()
+        if order is not None:
+            order.add(simulation, line)
         if self.results_dir:
             try:
-                self.results_dir.append(simulation)
+                self.results_dir.append_line(line)
             except OSError as exc:
-                done.pop()
                 raise ResultsWriteError(
                     f"cannot save trial {simulation.id} to {self.results_dir.path}: {exc.strerror or exc}; "
                     "stopping: fix it and rerun the same command to resume"
                 ) from None
         if progress:
-            progress(simulation, already + len(done), len(self.specs))
+            progress(simulation, count, len(self.specs))

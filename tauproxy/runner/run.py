@@ -1,4 +1,4 @@
-"""Run tasks x trials, save each finished trial at once, and write results.
+"""Run tasks x trials, save each finished trial at once (fsynced in batches), and write results.
 
 `prepare` checks and loads everything a run needs; `execute_prepared` runs its pending trials on the
 executor the config names (runner/executors.py) through the loop every executor shares
@@ -7,6 +7,7 @@ executor the config names (runner/executors.py) through the loop every executor 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 
@@ -18,10 +19,11 @@ from tauproxy.errors import ConfigError, ResultsWriteError
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.preflight import check_model
 from tauproxy.proxy.pricing import Pricing
-from tauproxy.results.run_dir import RESULTS_FILE, SIMULATIONS_FILE, ResultsDir, utc_now
+from tauproxy.results.run_dir import SIMULATIONS_FILE, ResultsDir, ResultsWriter, utc_now
 from tauproxy.runner.config import RunConfig, check_trial_plan
 from tauproxy.runner.executor import RunStop, run_pending
 from tauproxy.runner.executors import check_executor, open_executor
+from tauproxy.runner.plan_order import PlanOrder
 from tauproxy.runner.prepared import PreparedRun, ProgressCallback
 from tauproxy.runner.stack import build_transport, transport_warnings
 from tauproxy.runner.trial import TrialSpec
@@ -83,6 +85,17 @@ class RunOutcome:
     @property
     def stopped_reason(self) -> str | None:
         return self.stop.reason if self.stop is not None else None
+
+
+@dataclass
+class StreamedOutcome:
+    """A run whose trials were handed on one at a time (`execute_streamed`) instead of held: its
+    results without their simulations (the settings, tasks and timestamp a report heads them with)."""
+
+    header: Results
+    new_trials: int
+    stop: RunStop | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 def goes_live(config: RunConfig) -> bool:
@@ -171,31 +184,99 @@ def execute(config: RunConfig, progress: ProgressCallback | None = None) -> RunO
 def execute_prepared(run: PreparedRun, progress: ProgressCallback | None = None) -> RunOutcome:
     """Run the pending trials and write the results, also when the run stops early or is interrupted
     (results.json then holds what finished, so `report` and `view` work and a rerun resumes)."""
-    new_runs, stop, warnings = _run_trials(run, progress)
-    by_id = {**run.finished, **{simulation.id: simulation for simulation in new_runs}}
-    ordered = [by_id[spec.run_id] for spec in run.specs if spec.run_id in by_id]
-    if run.results_dir:
+    ordered: list[SimulationRun] = []
+    streamed, new_runs = _execute(run, progress, lambda simulation: ordered.append(simulation), collect=True)
+    results = streamed.header.model_copy(update={"simulations": ordered})
+    return RunOutcome(results=results, new_runs=new_runs, stop=streamed.stop, warnings=streamed.warnings)
+
+
+def execute_streamed(
+    run: PreparedRun, on_result: Callable[[SimulationRun], None], progress: ProgressCallback | None = None
+) -> StreamedOutcome:
+    """`execute_prepared` without holding the trials: each simulation results.json lists goes to
+    `on_result`, in its order (task, then trial), as soon as the ones before it have finished, and
+    results.json is written as they come. What the run holds stays flat in its number of trials."""
+    return _execute(run, progress, on_result, collect=False)[0]
+
+
+def _execute(
+    run: PreparedRun, progress: ProgressCallback | None, on_result: Callable[[SimulationRun], None], collect: bool
+) -> tuple[StreamedOutcome, list[SimulationRun]]:
+    writer = _results_writer(run)
+
+    def emit(simulation: SimulationRun, line: str | None) -> None:
+        on_result(simulation)
+        if writer is not None:
+            try:
+                writer.add(simulation, line)
+            except OSError as exc:  # stops the run like a trial that cannot be saved
+                raise ResultsWriteError(f"cannot write {writer.path}: {exc.strerror or exc}; stopping") from None
+
+    order = PlanOrder([spec.run_id for spec in run.specs], run.finished, emit)
+    try:
         try:
-            results = run.results_dir.write_results(run.info, run.tasks, ordered)
-        except OSError as exc:
-            raise ResultsWriteError(
-                f"cannot write {run.results_dir.path / RESULTS_FILE}: {exc.strerror or exc}; the finished trials "
-                f"are in {run.results_dir.path / SIMULATIONS_FILE}: rerun the same command to write it"
-            ) from None
-    else:
-        results = Results(timestamp=utc_now(), info=run.info, tasks=run.tasks, simulations=ordered)
-    return RunOutcome(results=results, new_runs=new_runs, stop=stop, warnings=warnings)
+            new_runs, stop, warnings, count = _run_trials(run, progress, order, collect)
+        finally:
+            _sync_trials(run)
+        order.close()
+    except BaseException:
+        if writer is not None:
+            writer.discard()
+        raise
+    timestamp = _finish_results(run, writer) if writer is not None else utc_now()
+    header = Results(timestamp=timestamp, info=run.info, tasks=run.tasks, simulations=[])
+    return StreamedOutcome(header=header, new_trials=count, stop=stop, warnings=warnings), new_runs
+
+
+def _results_writer(run: PreparedRun) -> ResultsWriter | None:
+    if run.results_dir is None:
+        return None
+    try:
+        return run.results_dir.results_writer()
+    except OSError as exc:
+        raise ResultsWriteError(f"cannot write in {run.results_dir.path}: {exc.strerror or exc}") from None
+
+
+def _finish_results(run: PreparedRun, writer: ResultsWriter) -> str:
+    try:
+        return writer.finish(run.info, run.tasks)
+    except OSError as exc:
+        raise ResultsWriteError(
+            f"cannot write {writer.path}: {exc.strerror or exc}; the finished trials "
+            f"are in {writer.path.parent / SIMULATIONS_FILE}: rerun the same command to write it"
+        ) from None
+
+
+def _sync_trials(run: PreparedRun) -> None:
+    """The saved trials made durable (they are fsynced in batches while the run goes on)."""
+    if run.results_dir is None:
+        return
+    try:
+        run.results_dir.sync()
+    except OSError as exc:
+        raise ResultsWriteError(
+            f"cannot save the trials to {run.results_dir.path / SIMULATIONS_FILE}: {exc.strerror or exc}; "
+            "fix it and rerun the same command to resume"
+        ) from None
 
 
 def _run_trials(
-    run: PreparedRun, progress: ProgressCallback | None
-) -> tuple[list[SimulationRun], RunStop | None, list[str]]:
+    run: PreparedRun, progress: ProgressCallback | None, order: PlanOrder, collect: bool
+) -> tuple[list[SimulationRun], RunStop | None, list[str], int]:
     # The transport (and the cassette it holds in memory) is released when this returns, so
     # writing and summarising the results reuse its memory instead of adding to the peak.
     transport = build_transport(run.config, run.pack, run.pricing)
+    new_trials = 0
+
+    def counted(simulation: SimulationRun, done: int, total: int) -> None:
+        nonlocal new_trials
+        new_trials += 1
+        if progress:
+            progress(simulation, done, total)
+
     try:
         with closing(open_executor(run, transport)) as executor:
-            new_runs, stopped = run_pending(run, executor, progress)
+            new_runs, stopped = run_pending(run, executor, counted, order, collect)
     finally:
         transport.close()
-    return new_runs, stopped, transport_warnings(transport)
+    return new_runs, stopped, transport_warnings(transport), new_trials

@@ -65,7 +65,9 @@ def test_a_cut_last_line_is_not_glued_to_the_next_record(tmp_path: Path) -> None
     cut = second.model_dump_json().encode()[:60]
     (run_dir / SIMULATIONS_FILE).write_bytes(first.model_dump_json().encode() + b"\n" + cut)
 
-    ResultsDir(run_dir).append(third)
+    appender = ResultsDir(run_dir)
+    appender.append(third)
+    appender.sync()
     assert saved(run_dir) == [first.model_dump_json().encode(), cut, third.model_dump_json().encode(), b""]
     assert set(ResultsDir(run_dir).finished()) == {first.id, third.id}, "the cut trial is skipped"
 
@@ -81,7 +83,9 @@ def test_a_line_cut_inside_a_character_is_a_cut_line_not_damage(tmp_path: Path) 
     cut = record[: record.index("\u2028".encode()) + 1]  # the first byte of a three-byte character
     (run_dir / SIMULATIONS_FILE).write_bytes(first.model_dump_json().encode() + b"\n" + cut)
     assert set(ResultsDir(run_dir).finished()) == {first.id}
-    ResultsDir(run_dir).append(second)
+    appender = ResultsDir(run_dir)
+    appender.append(second)
+    appender.sync()
     assert set(ResultsDir(run_dir).finished()) == {first.id, second.id}
 
 
