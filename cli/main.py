@@ -10,6 +10,7 @@ import typer
 
 from tauproxy_cli import (
     bisection,
+    cache,
     cassette,
     cassette_import,
     check,
@@ -71,6 +72,7 @@ cassette.app.command("import")(cassette_import.import_command)
 app.add_typer(cassette.app, name="cassette")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(submit.app, name="submit")
+app.add_typer(cache.app, name="cache")
 
 
 def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
