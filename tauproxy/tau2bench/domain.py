@@ -66,7 +66,7 @@ def load_catalog(name: str, task_set_name: str | None = None) -> Tau2Catalog:
     modules += [environment.module] if environment is not None else []
     files = [*domain_files(modules), *prompt_files(), tau2_package() / REGISTRY_FILE]
     inputs = {
-        **tau2_inputs(files, "domain.py", "source.py", "registry.py", "environments.py", "cow.py"),
+        **tau2_inputs(files, "domain.py", "peer.py", "source.py", "registry.py", "environments.py", "cow.py"),
         "domain": domain.name,
         "task_set": task_set.name,
     }
