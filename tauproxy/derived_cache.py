@@ -226,13 +226,21 @@ class CacheInfo:
 
 
 def _open_for_command() -> tuple[Path | None, Any]:
-    directory = cache_dir()
+    try:
+        directory = cache_dir()
+    except RuntimeError as exc:  # no home directory to put the default under
+        raise ConfigError(f"no cache directory: {exc} (set {CACHE_DIR_ENV} to a directory, or to off)") from None
     if directory is None:
         return None, None
     try:
         return directory, _open(directory)
     except Exception as exc:
-        raise ConfigError(f"{CACHE_DIR_ENV} or the default cache directory {directory} cannot be used: {exc}") from None
+        where = (
+            f"{CACHE_DIR_ENV}={directory}" if os.environ.get(CACHE_DIR_ENV, "").strip() else f"the cache {directory}"
+        )
+        raise ConfigError(
+            f"{where} cannot be used: {exc} (set {CACHE_DIR_ENV} to another directory, or to off)"
+        ) from None
 
 
 def cache_info() -> CacheInfo:

@@ -64,3 +64,17 @@ def test_the_cached_state_is_the_built_one(tmp_path: Path, monkeypatch: pytest.M
     assert warm.base_state is not cold.base_state
     assert warm.base_state.fresh().canonical_json() == cold.base_state.fresh().canonical_json()
     assert warm.content_sha256 == cold.content_sha256
+
+
+def test_a_changed_pack_file_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    copy = tmp_path / "mockcopy"
+    shutil.copytree(REPO_ROOT / "domains" / "mock", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = pack.load_pack(str(copy)).base_state.record_json("users", "usr_ada")
+    db = copy / "db.json"
+    db.write_text(db.read_text().replace("Ada Lovelace", "Ada King"))
+    after = pack.load_pack(str(copy)).base_state.record_json("users", "usr_ada")
+    assert before is not None and "Ada Lovelace" in before
+    assert after is not None and "Ada King" in after
