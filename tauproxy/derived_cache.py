@@ -29,6 +29,7 @@ import os
 import pickle
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,13 +82,38 @@ def files_digest(paths: Iterable[Path]) -> str:
     """sha256 over the names and bytes of `paths`, in the order given (a missing file counts as absent)."""
     digest = hashlib.sha256()
     for path in paths:
-        try:
-            content = path.read_bytes()
-        except (FileNotFoundError, IsADirectoryError):
-            digest.update(b"-" + str(path).encode() + b"\0")
-            continue
-        digest.update(str(path).encode() + b"\0" + len(content).to_bytes(8, "big") + content)
+        file_digest = _file_digest(path)
+        digest.update(str(path).encode() + b"\0" + (file_digest or b"-"))
     return digest.hexdigest()
+
+
+# path -> (its stat identity, the sha256 of its bytes): a file read for two keys in one process (τ²'s
+# airline db.json, 7 MB, is an input of the catalog and of the database) is hashed once.
+_file_digests: dict[Path, tuple[tuple[int, int, int, int], bytes]] = {}
+_SETTLED_NS = 2_000_000_000
+
+
+def _file_digest(path: Path) -> bytes | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    if not path.is_file():
+        return None
+    identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    known = _file_digests.get(path)
+    if known is not None and known[0] == identity:
+        return known[1]
+    try:
+        content = path.read_bytes()
+    except OSError:
+        return None
+    found = hashlib.sha256(content).digest()
+    # As git does with racy index entries: a file changed in the last moments may change again within
+    # the clock's granularity keeping its size and mtime, so only an older file's digest is kept.
+    if time.time_ns() - stat.st_mtime_ns > _SETTLED_NS:
+        _file_digests[path] = (identity, found)
+    return found
 
 
 def _key_text(artefact: str, inputs: Mapping[str, str | int]) -> str:
