@@ -176,6 +176,10 @@ def _bare_task(task_id: str) -> Task:
 def load_tau2_pack(name: str, task_set_name: str | None = None) -> DomainPack:
     """The runner's view of a τ²-bench domain (no functions of ours: τ²'s environment runs the tools)."""
     catalog = load_catalog(name, task_set_name)
+    # The databases every trial forks from, loaded now with the rest of what a run prepares, not by the
+    # first trial: the CLI then freezes them out of the garbage collector's scans (cli/run_view.py), as
+    # it did when building the catalog loaded them; a catalog read from the cache does not.
+    environment_factory(catalog.domain.domain)
     return DomainPack(
         name=catalog.domain.name,
         root=catalog.root,
