@@ -63,6 +63,12 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "tasks": LazyCommand("tauproxy_cli.tasks:app", "Generate task sets."),
     "submit": LazyCommand("tauproxy_cli.submit:app", "Prepare a τ²-bench leaderboard submission."),
+    "cache": LazyCommand(
+        "tauproxy_cli.cache:app",
+        "The cache of derived artefacts (generated and validated domain databases, τ²-bench's catalogs "
+        "and prompts): where it is, how big, and clearing it. TAUPROXY_CACHE_DIR moves it; "
+        "TAUPROXY_CACHE_DIR=off turns it off.",
+    ),
 }
 
 import_help_renderer()

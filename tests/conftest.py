@@ -25,6 +25,30 @@ sys.path.insert(0, str(TESTS_DIR))
 VOLATILE_KEYS = frozenset({"timestamp", "duration", "recorded_at"})
 
 
+# The cache of derived artefacts (tauproxy/derived_cache.py) goes to one temporary directory per test
+# session, never the user's own: set before any test runs, inherited by every process a test starts.
+# pytest-xdist's workers inherit the controller's environment, so they share it, as concurrent runs do.
+_SESSION_CACHE: Path | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _SESSION_CACHE
+    if hasattr(config, "workerinput") and os.environ.get("TAUPROXY_TEST_CACHE_DIR"):
+        os.environ["TAUPROXY_CACHE_DIR"] = os.environ["TAUPROXY_TEST_CACHE_DIR"]
+        return
+    import tempfile
+
+    _SESSION_CACHE = Path(tempfile.mkdtemp(prefix="tauproxy-test-cache-"))
+    os.environ["TAUPROXY_CACHE_DIR"] = os.environ["TAUPROXY_TEST_CACHE_DIR"] = str(_SESSION_CACHE)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SESSION_CACHE is not None:
+        import shutil
+
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+
+
 def tauproxy_bin() -> str:
     return str(Path(sys.executable).parent / "tauproxy")
 

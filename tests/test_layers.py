@@ -21,7 +21,7 @@ PACKAGE = ROOT / "tauproxy"
 # (only a package's own modules, or lower layers). Top-level modules are layers of their own.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "version"),
-    ("structured_file", "redact", "validation"),
+    ("structured_file", "redact", "validation", "derived_cache"),  # derived_cache: artefacts kept across processes
     ("data_model",),  # the key, sample identity, wire forms and every boundary type
     ("store", "domain", "results"),  # cassettes, domain packs, run directories
     ("proxy",),  # transports, pricing, the one cache layer, the model client

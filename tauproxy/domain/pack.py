@@ -28,6 +28,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from tauproxy.data_model.task import EnvFunctionCall, Task
 from tauproxy.data_model.tool import ToolSchema
+from tauproxy.derived_cache import cached, files_digest
+from tauproxy.domain import state as state_module
 from tauproxy.domain.state import BaseState
 from tauproxy.domain.tools import DomainFunction, marked_functions
 from tauproxy.errors import DomainError
@@ -117,7 +119,7 @@ def load_pack(name: str, tasks_file: Path | None = None) -> DomainPack:
             raise DomainError(f"{root / required}: missing; a domain pack needs {', '.join(PACK_FILES)}")
     module = _load_tools_module(root)
     functions = _collect_functions(root, module)
-    base_state = BaseState(_load_db(root, module))
+    base_state = _base_state(root, module)
     tasks_path = tasks_file or root / "tasks.json"
     tasks = load_tasks(tasks_path)
     user_policy_path = root / "user_policy.md"
@@ -198,6 +200,25 @@ def _collect_functions(root: Path, module: ModuleType) -> dict[str, DomainFuncti
     if not any(f.mark.role == "tool" and f.mark.side == "assistant" for f in functions.values()):
         raise DomainError(f"{origin}: no agent tools (mark functions with @tool)")
     return functions
+
+
+def _base_state(root: Path, module: ModuleType) -> BaseState:
+    """The pack's starting state, from tauproxy's cross-process cache while the pack's files, the seed
+    and the state's own code are the ones it was built from (generating airline's DB and writing its
+    records as canonical JSON was half of a small replay). `build_db(seed)` must be a function of the
+    seed and the pack's files only: docs/domains.md says so."""
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not _skipped(p.relative_to(root)))
+    inputs: dict[str, str | int] = {
+        "pack": files_digest(files),
+        "seed": DB_SEED,
+        "code": files_digest(Path(module_file) for module_file in (__file__, state_module.__file__)),
+    }
+    return cached("pack-db", inputs, BaseState, lambda: BaseState(_load_db(root, module)))
+
+
+def _skipped(relative: Path) -> bool:
+    """Bytecode and hidden folders (a pack kept in its own git repository) are no input of its DB."""
+    return any(part == "__pycache__" or part.startswith(".") for part in relative.parts)
 
 
 def _load_db(root: Path, module: ModuleType) -> dict[str, dict[str, Any]]:

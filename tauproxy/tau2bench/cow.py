@@ -25,11 +25,12 @@ import json
 import threading
 import typing
 from collections.abc import Callable, ItemsView, Iterable, Iterator, ValuesView
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["COW_MIN_ENTRIES", "CowDict", "EnvironmentFactory", "fast_copy", "fork_db"]
+__all__ = ["COW_MIN_ENTRIES", "BaseDatabases", "CowDict", "EnvironmentFactory", "fast_copy", "fork_db"]
 
 # A dict field with at least this many records is shared copy-on-write; smaller ones are copied whole
 # (copying a handful of records is cheaper than tracking them).
@@ -409,22 +410,45 @@ class _DeltaHasher:
         return {"changed": changed, "deleted": sorted(deleted)}
 
 
+@dataclass(frozen=True)
+class BaseDatabases:
+    """The databases a domain's environments start from, as τ²'s `get_environment()` leaves them: what
+    every fork is made from, and what tauproxy's cross-process cache keeps (tau2bench/environments.py)."""
+
+    db: BaseModel
+    user_db: BaseModel | None  # telecom's phone; None for a domain without a user database
+
+    @classmethod
+    def load(cls, get_environment: Callable[..., Any], *, user_db: bool = False) -> BaseDatabases:
+        loaded = get_environment()
+        return cls(loaded.tools.db, loaded.user_tools.db if user_db else None)
+
+
 class EnvironmentFactory:
     """Fresh τ² environments of one domain (and policy variant), forked from DBs loaded once.
 
     `factory(solo_mode=...)` is an `environment_constructor` as τ²'s `EnvironmentEvaluator` calls it;
     every call returns an independent environment, built by the domain's own `get_environment` around
-    forks of the base DBs. Safe to share between threads: the base is only read.
+    forks of the base DBs (`bases`, else loaded here by `get_environment()`). Safe to share between
+    threads: the base is only read.
     """
 
-    def __init__(self, get_environment: Callable[..., Any], *, user_db: bool = False, check_base: bool = False) -> None:
+    def __init__(
+        self,
+        get_environment: Callable[..., Any],
+        *,
+        user_db: bool = False,
+        check_base: bool = False,
+        bases: BaseDatabases | None = None,
+    ) -> None:
         from tau2.utils import get_dict_hash
 
         self._get_environment = get_environment
         self._user_db = user_db
-        loaded = get_environment()
-        self._base_db: BaseModel = loaded.tools.db
-        self._base_user_db: BaseModel | None = loaded.user_tools.db if user_db else None
+        if bases is None:
+            bases = BaseDatabases.load(get_environment, user_db=user_db)
+        self._base_db: BaseModel = bases.db
+        self._base_user_db: BaseModel | None = bases.user_db if user_db else None
         self._cow = _cow_fields(self._base_db)
         self._base_dumps = _BaseDumps(self._base_db, self._cow)
         # The base's full hash, for base_unchanged() only: 85 ms on airline, so tests ask for it.

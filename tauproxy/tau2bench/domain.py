@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from tauproxy.data_model.task import Task
+from tauproxy.derived_cache import cached
 from tauproxy.domain.pack import DomainPack
 from tauproxy.domain.state import BaseState
 from tauproxy.errors import ConfigError
 from tauproxy.results.tau2_format import tau2_to_results
+from tauproxy.tau2bench.derived import domain_files, prompt_files, tau2_inputs, tau2_package
 from tauproxy.tau2bench.environments import environment_factory
 from tauproxy.tau2bench.peer import Tau2Domain, installed_version, load_tau2, parse_domain
-from tauproxy.tau2bench.registry import TaskSet, tau2_registry
+from tauproxy.tau2bench.registry import REGISTRY_FILE, TaskSet, tau2_registry
 
 
 @dataclass(frozen=True)
@@ -52,14 +54,31 @@ class Tau2Catalog:
 @lru_cache(maxsize=16)
 def load_catalog(name: str, task_set_name: str | None = None) -> Tau2Catalog:
     """The domain's tasks from its own task set, or from `task_set_name` (`tau2 run --task-set-name`),
-    loaded as `tau2 run` loads them (`load_tasks`): the set's loader with the split's name."""
+    loaded as `tau2 run` loads them (`load_tasks`): the set's loader with the split's name.
+
+    Built once per τ² install and domain: later processes read it from tauproxy's cross-process cache
+    (tauproxy/derived_cache.py), keyed by τ²'s version and the bytes of every file it is read from."""
     domain = parse_domain(name)
+    load_tau2()
+    task_set = registered_task_set(domain, task_set_name)
+    environment = tau2_registry().domains.get(domain.domain)
+    modules = [task_set.tasks.module, *([task_set.splits.module] if task_set.splits else [])]
+    modules += [environment.module] if environment is not None else []
+    files = [*domain_files(modules), *prompt_files(), tau2_package() / REGISTRY_FILE]
+    inputs = {
+        **tau2_inputs(files, "domain.py", "peer.py", "source.py", "registry.py", "environments.py", "cow.py"),
+        "domain": domain.name,
+        "task_set": task_set.name,
+    }
+    return cached("tau2-catalog", inputs, Tau2Catalog, lambda: _build_catalog(domain, task_set))
+
+
+def _build_catalog(domain: Tau2Domain, task_set: TaskSet) -> Tau2Catalog:
     version = load_tau2()
     from tau2.utils.utils import DATA_DIR
 
     from tauproxy.tau2bench.source import tau2_prompts
 
-    task_set = registered_task_set(domain, task_set_name)
     splits = task_set.splits.load()() if task_set.splits is not None else None  # mock registers no split loader
     if splits is not None and domain.split not in splits:
         raise ConfigError(
@@ -157,6 +176,10 @@ def _bare_task(task_id: str) -> Task:
 def load_tau2_pack(name: str, task_set_name: str | None = None) -> DomainPack:
     """The runner's view of a τ²-bench domain (no functions of ours: τ²'s environment runs the tools)."""
     catalog = load_catalog(name, task_set_name)
+    # The databases every trial forks from, loaded now with the rest of what a run prepares, not by the
+    # first trial: the CLI then freezes them out of the garbage collector's scans (cli/run_view.py), as
+    # it did when building the catalog loaded them; a catalog read from the cache does not.
+    environment_factory(catalog.domain.domain)
     return DomainPack(
         name=catalog.domain.name,
         root=catalog.root,

@@ -4,7 +4,9 @@
 workflow policy), read without importing it (tau2bench/registry.py: importing it imports τ²'s agents
 and with them litellm). tauproxy's orchestrator and grader build every environment of a trial with
 `environment_factory`: one `EnvironmentFactory` (tau2bench/cow.py) per domain and process, which
-loads the database once and forks it.
+forks the database loaded once. The loaded (validated) databases are kept in tauproxy's cross-process
+cache (tauproxy/derived_cache.py), keyed by τ²'s version and the domain's source and data files, so a
+process after the first unpickles them instead of validating τ²'s JSON again.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from tauproxy.tau2bench.cow import EnvironmentFactory
-from tauproxy.tau2bench.registry import tau2_registry
+from tauproxy.derived_cache import cached
+from tauproxy.tau2bench.cow import BaseDatabases, EnvironmentFactory
+from tauproxy.tau2bench.derived import domain_files, tau2_inputs
+from tauproxy.tau2bench.registry import Reference, tau2_registry
 
 _lock = threading.Lock()
 _factories: dict[str, EnvironmentFactory] = {}
@@ -30,8 +34,20 @@ def environment_factory(domain: str) -> EnvironmentFactory:
     with _lock:
         factory = _factories.get(domain)
         if factory is None:
-            constructor = environment_constructor(domain)
+            reference = tau2_registry().domains[domain]
+            constructor = reference.load()
             # A domain with a user database (telecom's phone) takes it as `user_db`, forked too.
             user_db = "user_db" in inspect.signature(constructor).parameters
-            factory = _factories[domain] = EnvironmentFactory(constructor, user_db=user_db)
+            bases = base_databases(reference, constructor, user_db=user_db)
+            factory = _factories[domain] = EnvironmentFactory(constructor, user_db=user_db, bases=bases)
         return factory
+
+
+def base_databases(reference: Reference, constructor: Callable[..., Any], *, user_db: bool) -> BaseDatabases:
+    """The databases `constructor()` starts from: from the cache, else loaded (and validated) by τ²."""
+    inputs = {
+        **tau2_inputs(domain_files([reference.module]), "cow.py", "environments.py"),
+        "constructor": f"{reference.module}:{reference.attribute}",
+        "user_db": int(user_db),
+    }
+    return cached("tau2-db", inputs, BaseDatabases, lambda: BaseDatabases.load(constructor, user_db=user_db))

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from tauproxy.derived_cache import cached
 from tauproxy.errors import ConfigError
+from tauproxy.tau2bench.derived import prompt_files, tau2_inputs
 
 GREETING_CALL = "AssistantMessage"
 
@@ -45,6 +47,11 @@ class Tau2Prompts:
 
 @cache
 def tau2_prompts() -> Tau2Prompts:
+    """τ²'s prompts, from tauproxy's cross-process cache while τ²'s files are the ones they were read from."""
+    return cached("tau2-prompts", tau2_inputs(prompt_files(), "source.py"), Tau2Prompts, read_prompts)
+
+
+def read_prompts() -> Tau2Prompts:
     import tau2
 
     package = Path(tau2.__file__).parent
