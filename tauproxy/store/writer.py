@@ -1,22 +1,33 @@
-"""Writing a cassette: one call appended durably, with only the content the cassette lacks.
+"""Writing a cassette: calls appended durably, with only the content the cassette lacks.
 
 Durability and locking policy:
 
 - `record` appends one call (its new message, blob and chain node lines, then the call line) with a
-  single `os.write` on a descriptor opened O_APPEND, then `os.fsync`s before returning. A call is
-  therefore on disk before its response reaches the caller: a crash never loses a call that was paid
-  for and used, and it can at worst cut the line being written, which readers report and skip.
-- Writers hold the cassette's file lock (processes; locking.py) and the IndexedFile's RLock (threads).
-- Dedup of messages, blobs and nodes is against what is on disk: under the lock, `record` first
+  single `os.write` on a descriptor opened O_APPEND, and returns only after an `os.fsync` that
+  covers it: a call is on disk before its response reaches the caller, so a crash never loses a
+  call that was paid for and used, and it can at worst cut the line being written, which readers
+  report and skip.
+- Group commit (group_commit.py): calls recorded while an fsync runs queue up, and the next commit
+  appends them all, one `os.write` per call under one hold of the locks, then fsyncs once; every
+  caller of that batch returns after that fsync. So N concurrent writers cost about one fsync per
+  batch rather than N, and a lone writer is a batch of one, as fast as before. The fsync runs after
+  the locks are released (the descriptor stays open): other threads look calls up meanwhile (serve
+  answers hits on its event loop), and another process may append, whose own fsync flushes the file
+  again. The next batch waits for this fsync, so one is in progress at a time.
+- Writers hold the cassette's file lock (processes; locking.py) and the IndexedFile's RLock (threads)
+  while they append and index.
+- Dedup of messages, blobs and nodes is against what is on disk: under the lock, a commit first
   brings the index up to the file's current size (indexing what other writers appended), or
   rebuilds it if the file was replaced (compact, merge, prune, a git checkout: a different inode, or
   a shorter file), then writes only what the index does not hold; a call line is never written whose
-  messages and chain nodes are not on disk. After the append the index catches up again.
+  messages and chain nodes are not in the file. After each call's append the index catches up again,
+  so the next call of the batch dedups against it.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from tauproxy.data_model.completion import LATENCY_DECIMALS, CallRecording
@@ -31,6 +42,7 @@ from tauproxy.store.format import (
     node_hash,
     short_ref,
 )
+from tauproxy.store.group_commit import GroupCommit
 from tauproxy.store.index import FileState
 from tauproxy.store.index_db import BLOB, MSG, NODE, Located
 from tauproxy.store.index_query import IndexQuery
@@ -46,10 +58,20 @@ class CassetteWriter:
 
     def __init__(self, file: IndexedFile) -> None:
         self._file = file
+        self._group: GroupCommit[tuple[CassetteEntry, StoredParts], CassetteEntry] = GroupCommit(self._commit)
+
+    @property
+    def commits(self) -> int:
+        """How many commits (fsyncs) this writer made: fewer than its calls when they came at once."""
+        return self._group.batches
 
     def record(self, recording: CallRecording) -> CassetteEntry:
         """Append one call durably (fsynced before return) and index it. See the module docstring."""
         self._file.refuse_if_snapshot("record")
+        return self._group.submit(self._prepared(recording))
+
+    def _prepared(self, recording: CallRecording) -> tuple[CassetteEntry, StoredParts]:
+        """The call's entry and stored parts: checked and built by its caller, outside every lock."""
         wire = flat_wire(recording.wire)
         canonical = secret_free(wire)
         identity = recording.identity
@@ -72,33 +94,50 @@ class CassetteWriter:
             latency_s=round(recording.latency_s, LATENCY_DECIMALS),  # as CallRecording.of rounds it
             recorded_at=now_iso(),
         )
-        with self._file.lock, locked(self._file.directory):
-            return self._append_locked(entry, parts)
+        return entry, parts
 
-    def _append_locked(self, entry: CassetteEntry, parts: StoredParts) -> CassetteEntry:
+    def _commit(self, batch: Sequence[tuple[CassetteEntry, StoredParts]]) -> list[CassetteEntry]:
+        """Append every call of `batch`, then fsync once (module docstring)."""
         file = self._file.file
+        with self._file.lock, locked(self._file.directory):
+            # Opened under the lock: a file replaced before it (a rewrite's rename) is the one written.
+            try:
+                fd = os.open(file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise CassetteError(f"cannot open {file} for writing: {exc.strerror or exc}") from None
+            try:
+                written = [
+                    self._append_locked(fd, entry, parts, first=not index) for index, (entry, parts) in enumerate(batch)
+                ]
+            except OSError as exc:
+                os.close(fd)
+                raise CassetteError(f"cannot append to {file}: {exc.strerror or exc}") from None
+            except BaseException:
+                os.close(fd)
+                raise
         try:
-            fd = os.open(file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise CassetteError(f"cannot open {file} for writing: {exc.strerror or exc}") from None
-        try:
-            stat = os.fstat(fd)
-            # Everything before st_size is complete (we hold the lock): index it, or rebuild the index if
-            # the file was replaced (compact, merge, prune, a git checkout), so that what we skip as
-            # already stored really is on disk.
-            self._file.load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
-            refs = Refs(self._file.index().query)
-            entry = refs.resolve(entry, parts)
-            lines = refs.lines(parts)
-            payload = "".join([*lines, encode_call(entry)]).encode("utf-8")
-            if stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
-                payload = b"\n" + payload  # a crash cut the last line: never glue onto it
-            _write_all(fd, payload)
-            os.fsync(fd)
+            os.fsync(fd)  # outside the locks: lookups and other processes go on meanwhile
         except OSError as exc:
             raise CassetteError(f"cannot append to {file}: {exc.strerror or exc}") from None
         finally:
             os.close(fd)
+        return written
+
+    def _append_locked(self, fd: int, entry: CassetteEntry, parts: StoredParts, first: bool) -> CassetteEntry:
+        stat = os.fstat(fd)
+        # Everything before st_size is complete (we hold the lock): index it, or rebuild the index if
+        # the file was replaced (compact, merge, prune, a git checkout), so that what we skip as
+        # already stored really is on disk. After the first call of a batch the index is caught up
+        # by our own appends already.
+        if first:
+            self._file.load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
+        refs = Refs(self._file.index().query)
+        entry = refs.resolve(entry, parts)
+        lines = refs.lines(parts)
+        payload = "".join([*lines, encode_call(entry)]).encode("utf-8")
+        if first and stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
+            payload = b"\n" + payload  # a crash cut the last line: never glue onto it
+        _write_all(fd, payload)
         self._file.synced_to(FileState(stat.st_dev, stat.st_ino, stat.st_size + len(payload)))
         return entry
 
