@@ -2,26 +2,27 @@
 
 Durability and locking policy:
 
-- `record` appends one call (its new message, blob and chain node lines, then the call line) with a
-  single `os.write` on a descriptor opened O_APPEND, and returns only after an `os.fsync` that
-  covers it: a call is on disk before its response reaches the caller, so a crash never loses a
-  call that was paid for and used, and it can at worst cut the line being written, which readers
-  report and skip.
+- `record` appends one call (its new message, blob and chain node lines, then the call line) with
+  an `os.write` on a descriptor opened O_APPEND, and returns only after an `os.fsync` that covers
+  it: a call is on disk before its response reaches the caller, so a crash never loses a call that
+  was paid for and used, and it can at worst cut the line being written, which readers report and
+  skip.
 - Group commit (group_commit.py): calls recorded while an fsync runs queue up, and the next commit
-  appends them all, one `os.write` per call under one hold of the locks, then fsyncs once; every
-  caller of that batch returns after that fsync. So N concurrent writers cost about one fsync per
-  batch rather than N, and a lone writer is a batch of one, as fast as before. The fsync runs after
-  the locks are released (the descriptor stays open): other threads look calls up meanwhile (serve
-  answers hits on its event loop), and another process may append, whose own fsync flushes the file
-  again. The next batch waits for this fsync, so one is in progress at a time.
+  appends them all in one `os.write` under one hold of the locks, then fsyncs once; every caller of
+  that batch returns after that fsync. So N concurrent writers cost about one fsync per batch rather
+  than N, and a lone writer is a batch of one, as fast as before. The fsync runs after the locks are
+  released (the descriptor stays open): other threads look calls up meanwhile (serve answers hits on
+  its event loop), and another process may append, whose own fsync flushes the file again. The next
+  batch waits for this fsync, so one is in progress at a time.
 - Writers hold the cassette's file lock (processes; locking.py) and the IndexedFile's RLock (threads)
   while they append and index.
 - Dedup of messages, blobs and nodes is against what is on disk: under the lock, a commit first
   brings the index up to the file's current size (indexing what other writers appended), or
   rebuilds it if the file was replaced (compact, merge, prune, a git checkout: a different inode, or
   a shorter file), then writes only what the index does not hold; a call line is never written whose
-  messages and chain nodes are not in the file. After each call's append the index catches up again,
-  so the next call of the batch dedups against it.
+  messages and chain nodes are not in the file. A call also dedups against the calls before it in
+  its batch (`BatchQuery`), so content two of them bring is written once. After the append the
+  index catches up again.
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ from tauproxy.errors import CassetteError
 from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.format import (
     CALLS_FILE,
+    REF_LEN,
     encode_blob_text,
     encode_call,
     encode_msg_text,
     encode_node,
     node_hash,
+    ref_matches,
     short_ref,
 )
 from tauproxy.store.group_commit import GroupCommit
@@ -97,7 +100,7 @@ class CassetteWriter:
         return entry, parts
 
     def _commit(self, batch: Sequence[tuple[CassetteEntry, StoredParts]]) -> list[CassetteEntry]:
-        """Append every call of `batch`, then fsync once (module docstring)."""
+        """Append every call of `batch` in one write, index them, then fsync once (module docstring)."""
         file = self._file.file
         with self._file.lock, locked(self._file.directory):
             # Opened under the lock: a file replaced before it (a rewrite's rename) is the one written.
@@ -106,9 +109,7 @@ class CassetteWriter:
             except OSError as exc:
                 raise CassetteError(f"cannot open {file} for writing: {exc.strerror or exc}") from None
             try:
-                written = [
-                    self._append_locked(fd, entry, parts, first=not index) for index, (entry, parts) in enumerate(batch)
-                ]
+                written = self._append_locked(fd, batch)
             except OSError as exc:
                 os.close(fd)
                 raise CassetteError(f"cannot append to {file}: {exc.strerror or exc}") from None
@@ -123,23 +124,65 @@ class CassetteWriter:
             os.close(fd)
         return written
 
-    def _append_locked(self, fd: int, entry: CassetteEntry, parts: StoredParts, first: bool) -> CassetteEntry:
+    def _append_locked(self, fd: int, batch: Sequence[tuple[CassetteEntry, StoredParts]]) -> list[CassetteEntry]:
         stat = os.fstat(fd)
         # Everything before st_size is complete (we hold the lock): index it, or rebuild the index if
         # the file was replaced (compact, merge, prune, a git checkout), so that what we skip as
-        # already stored really is on disk. After the first call of a batch the index is caught up
-        # by our own appends already.
-        if first:
-            self._file.load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
-        refs = Refs(self._file.index().query)
-        entry = refs.resolve(entry, parts)
-        lines = refs.lines(parts)
-        payload = "".join([*lines, encode_call(entry)]).encode("utf-8")
-        if first and stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
+        # already stored really is on disk.
+        self._file.load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
+        # Each call of the batch dedups against the file and against the calls before it in the batch.
+        pending = BatchQuery(self._file.index().query)
+        written: list[CassetteEntry] = []
+        lines: list[str] = []
+        for entry, parts in batch:
+            refs = Refs(pending)
+            written.append(refs.resolve(entry, parts))
+            lines += refs.lines(parts)
+            lines.append(encode_call(written[-1]))
+            pending.add(refs)
+        payload = "".join(lines).encode("utf-8")
+        if stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
             payload = b"\n" + payload  # a crash cut the last line: never glue onto it
         _write_all(fd, payload)
         self._file.synced_to(FileState(stat.st_dev, stat.st_ino, stat.st_size + len(payload)))
-        return entry
+        return written
+
+
+class BatchQuery:
+    """The index's `find` and `depth`, plus the content lines that calls earlier in the same batch
+    will write (not in the file yet): so a message two calls of one batch bring is written once.
+
+    What the file holds under a reference comes first, exactly as the index says; a reference only
+    this batch uses answers with the content queued under it. A queued node counts as resolving
+    (its chain is written before it in the same write).
+    """
+
+    def __init__(self, query: IndexQuery) -> None:
+        self._query = query
+        self._queued: dict[tuple[int, str], Located] = {}
+
+    def find(self, kind: int, ref: str) -> Located | str | None:
+        found = self._query.find(kind, ref)
+        if found is not None:
+            return found
+        queued = self._queued.get((kind, ref))
+        if queued is None and len(ref) > REF_LEN:  # a full reference names content queued under its short one
+            queued = self._queued.get((kind, ref[:REF_LEN]))
+            if queued is not None and not ref_matches(queued.full, ref):
+                queued = None
+        return queued
+
+    def depth(self, ref: str) -> int | None:
+        found = self.find(NODE, ref)
+        return found.depth if isinstance(found, Located) else None
+
+    def add(self, refs: Refs) -> None:
+        """Queue what one call of the batch writes."""
+        for kind, ref, full in refs.new_content:
+            self._queued[(kind, ref)] = Located(full, -1, 0, 0)
+        for ref, parent, message, full in refs.new_nodes:
+            # depth 1 stands for "resolves": only whether it is known is ever read in a batch
+            self._queued[(NODE, ref)] = Located(full, -1, 0, 0, parent, message, 1)
 
 
 class Refs:
@@ -149,11 +192,13 @@ class Refs:
     holds a different content under that reference (a clash, see format.py): then by its full hash.
     """
 
-    def __init__(self, query: IndexQuery) -> None:
+    def __init__(self, query: IndexQuery | BatchQuery) -> None:
         self._query = query
         self.messages: list[tuple[str, str]] = []  # (reference, text) to write
         self.blobs: list[tuple[str, str]] = []
         self.nodes: list[Node] = []
+        self.new_content: list[tuple[int, str, str]] = []  # (kind, reference, full hash) of what is written
+        self.new_nodes: list[tuple[str, str | None, str, str]] = []  # (reference, parent, message, full hash)
 
     def _ref(self, kind: int, digest: str) -> tuple[str, bool]:
         """(reference to use, whether the content is already stored under it)."""
@@ -173,6 +218,7 @@ class Refs:
             if not stored and ref not in queued:
                 queued.add(ref)
                 self.messages.append((ref, parts.messages[digest]))
+                self.new_content.append((MSG, ref, digest))
             message_refs.append(ref)
         reply_ref = message_refs.pop()
         blob_refs: dict[str, str] = {}
@@ -180,19 +226,25 @@ class Refs:
             ref, stored = self._ref(BLOB, digest)
             if not stored:
                 self.blobs.append((ref, text))
+                self.new_content.append((BLOB, ref, digest))
             blob_refs[digest] = ref
         nodes: list[Node] = []
+        fulls: list[str] = []
         parent: str | None = None
         for message in message_refs:
             full = node_hash(parent, message)
             found = self._query.find(NODE, short_ref(full))
             clash = found is not None and not (isinstance(found, Located) and found.full == full)
             nodes.append((full if clash else short_ref(full), parent, message))
+            fulls.append(full)
             parent = nodes[-1][0]
         start = len(nodes)
         while start and self._query.depth(nodes[start - 1][0]) is None:
             start -= 1  # write the nodes after the last one whose chain resolves (again, if stored broken)
         self.nodes = nodes[start:]
+        self.new_nodes = [
+            (ref, parent, message, full) for (ref, parent, message), full in zip(self.nodes, fulls[start:], strict=True)
+        ]
         request = parts.request.model_copy(
             update={
                 "chain": nodes[-1][0] if nodes else None,

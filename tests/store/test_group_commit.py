@@ -27,8 +27,9 @@ THREADS = 8
 SYSTEM = {"role": "system", "content": "shared by every writer"}
 
 
-def call_of(writer: str, index: int) -> CallRecording:
-    request = {"model": "m", "messages": [SYSTEM, {"role": "user", "content": f"{writer} {index}"}], "temperature": 0}
+def call_of(writer: str, index: int, *extra: dict[str, str]) -> CallRecording:
+    messages = [SYSTEM, *extra, {"role": "user", "content": f"{writer} {index}"}]
+    request = {"model": "m", "messages": messages, "temperature": 0}
     response = {"choices": [{"message": {"role": "assistant", "content": f"re {writer} {index}"}}]}
     usage = Usage(prompt_tokens=1, completion_tokens=1, total_tokens=2)
     return recording(request, response, task_id=writer, call_index=index, usage=usage)
@@ -109,33 +110,42 @@ def test_threads_recording_at_once_share_fsyncs_and_every_call_is_indexed_in_ord
 
     def first_fsync_waits_for_the_others(fd: int) -> None:
         if not gate.is_set():  # hold the first commit until every other thread has queued its call
-            wait_until(lambda: len(cassette.writer._group._queue) == THREADS - 1)
+            wait_until(lambda: len(cassette.writer._group._queue) == THREADS)
             gate.set()
         real_fsync(fd)
 
     monkeypatch.setattr(writer_module.os, "fsync", first_fsync_waits_for_the_others)
     entries: dict[str, CassetteEntry] = {}
+    new_to_the_batch = {"role": "user", "content": "a message every call of the second batch brings"}
 
     def record(writer: str) -> None:
-        entries[writer] = cassette.record(call_of(writer, 0))
+        extra = [new_to_the_batch] if writer != "first" else []
+        entries[writer] = cassette.record(call_of(writer, 0, *extra))
 
+    first = threading.Thread(target=record, args=("first",))
+    first.start()
+    wait_until(lambda: cassette.writer._group._committing)
     threads = [threading.Thread(target=record, args=(f"t{n}",)) for n in range(THREADS)]
     for thread in threads:
         thread.start()
-    for thread in threads:
+    for thread in [first, *threads]:
         thread.join()
 
-    assert cassette.writer.commits == 2  # the first call alone, then the seven that came meanwhile
+    assert cassette.writer.commits == 2  # the first call alone, then every call that came meanwhile
     reopened = Cassette.open(tmp_path / "c", create=False, fresh_index=True)
-    assert len(reopened) == len(cassette) == THREADS
+    assert len(reopened) == len(cassette) == THREADS + 1
     assert reopened.problems == [] and verify(reopened) == []
     for writer, entry in entries.items():
         found = reopened.lookup(entry.sample_key)
         assert found is not None and found.task_id == writer
         assert reopened.response_of(found)["choices"][0]["message"]["content"] == f"re {writer} 0"
         assert cassette.lookup(entry.sample_key) == found
-    # The shared system message was written once, by the first call; the batch deduped against it.
-    assert (tmp_path / "c" / "calls.jsonl").read_text().count("shared by every writer") == 1
+        assert reopened.request_of(found)["messages"][-1]["content"] == f"{writer} 0"
+    # Content is written once: the system message by the first call, the message new to the second
+    # batch by the first of its calls (the others dedup against the batch, not only the file).
+    text = (tmp_path / "c" / "calls.jsonl").read_text()
+    assert text.count("shared by every writer") == 1
+    assert text.count("a message every call of the second batch brings") == 1
 
 
 def write_calls(directory: str, writer: str, count: int) -> None:
