@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from recordings import recording
 
-import tauproxy.store.writer as writer_module
 from tauproxy.data_model.call import Usage
 from tauproxy.data_model.completion import CallRecording
 from tauproxy.errors import CassetteError
@@ -114,7 +113,7 @@ def test_threads_recording_at_once_share_fsyncs_and_every_call_is_indexed_in_ord
             gate.set()
         real_fsync(fd)
 
-    monkeypatch.setattr(writer_module.os, "fsync", first_fsync_waits_for_the_others)
+    monkeypatch.setattr(os, "fsync", first_fsync_waits_for_the_others)  # the writer calls os.fsync
     entries: dict[str, CassetteEntry] = {}
     new_to_the_batch = {"role": "user", "content": "a message every call of the second batch brings"}
 
