@@ -23,10 +23,12 @@ class Completion:
     """A transport's answer: the chat.completion `body` (first choice), where it came from, and,
     once the cache layer has priced it, its cost.
 
-    `raw_body` is the upstream's answer exactly as it sent it (JSON text), for wire APIs whose
-    clients are answered in the upstream's own shape (the Responses API, ...); `body` is then its
-    chat-shaped view (reply, usage), which keys, pricing, reports and fingerprints read. None for
-    chat completions, whose clients are answered from `body`.
+    `raw_body` is the upstream's answer exactly as it sent it (JSON text), for calls whose clients
+    are answered with the upstream's own bytes (the Responses API, ..., and chat completions passed
+    through to an OpenAI-compatible upstream); `body` is then its chat-shaped view (reply, usage),
+    which keys, pricing, reports and fingerprints read. None for chat completions through litellm,
+    whose clients are answered from `body`. `content_type` is the Content-Type the upstream sent
+    those bytes with, when it was not plain application/json (what a client is answered with then).
     """
 
     body: dict[str, Any]
@@ -34,6 +36,7 @@ class Completion:
     latency_s: float = 0.0
     cost: Cost | None = None
     raw_body: str | None = None
+    content_type: str | None = None
 
     @cached_property
     def response(self) -> ModelResponse:
@@ -64,6 +67,7 @@ class CallRecording(BaseModel):
     price_source: str | None
     latency_s: float
     raw_body: str | None = None  # Completion.raw_body: stored as given, answered byte for byte
+    content_type: str | None = None  # Completion.content_type: answered with it
 
     @classmethod
     def of(cls, call: ModelCall, completion: Completion, cost: Cost) -> CallRecording:
@@ -78,4 +82,5 @@ class CallRecording(BaseModel):
             price_source=cost.source,
             latency_s=round(completion.latency_s, LATENCY_DECIMALS),
             raw_body=completion.raw_body,
+            content_type=completion.content_type,
         )

@@ -3,10 +3,15 @@
 Prices come from litellm's bundled price map, read as a JSON file (litellm is never imported for
 it), or from a user's `--prices` file that overrides it. A model with no price costs `None`
 ("unknown"), never 0. Scripted and local models cost 0 by declaration.
+
+The map is read once per process (it is 3.5 MB of JSON) and shared: by every `Pricing`, and by
+`map_provider`, which tells the provider litellm files a bare model name under (serve passes chat
+calls of OpenAI's models through without litellm, wire_apis/chat_route.py).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -160,7 +165,17 @@ def litellm_version() -> str:
         return "absent"
 
 
+def map_provider(model: str) -> str | None:
+    """The provider litellm's price map files `model` under ("openai", "anthropic", ...), exactly as
+    named; None when the map does not list it."""
+    entry = read_litellm_price_map().get(model)
+    provider = entry.get("litellm_provider") if isinstance(entry, dict) else None
+    return provider if isinstance(provider, str) else None
+
+
+@functools.cache
 def read_litellm_price_map() -> dict[str, Any]:
+    """litellm's bundled price map, parsed once per process; shared, so never changed by a reader."""
     spec = importlib.util.find_spec("litellm")
     if spec is None or not spec.submodule_search_locations:
         return {}

@@ -62,6 +62,7 @@ class _Sent:
     latency_s: float
     cost: Cost
     raw_body: str | None
+    content_type: str | None
 
 
 # What becomes of a new recording: the thread path and serve append it (Cassette.record); a Ray
@@ -124,6 +125,7 @@ class CassetteTransport:
             source="replay",
             latency_s=entry.latency_s,
             raw_body=self.cassette.raw_body_of(entry),
+            content_type=entry.response.content_type,
         )
         return self._price.apply(call, answer, Cost(entry.cost_usd, entry.price_source or "recorded"))
 
@@ -172,13 +174,16 @@ class CassetteTransport:
         body = replay_form(recording)
         with self._lock:
             self.recorded_keys.add(call.sample_key)
-        self._sent[call.sample_key] = _Sent(json.dumps(body), recording.latency_s, cost, recording.raw_body)
+        self._sent[call.sample_key] = _Sent(
+            json.dumps(body), recording.latency_s, cost, recording.raw_body, recording.content_type
+        )
         return Completion(
             body=body,
             source="live",
             latency_s=recording.latency_s,  # as recorded, so that the live run and its replay agree
             cost=cost,
             raw_body=recording.raw_body,
+            content_type=recording.content_type,
         )
 
     def _shared(self, call: ModelCall) -> Completion | None:
@@ -187,7 +192,11 @@ class CassetteTransport:
         if sent is None:
             return None
         answer = Completion(
-            body=json.loads(sent.body_json), source="shared", latency_s=sent.latency_s, raw_body=sent.raw_body
+            body=json.loads(sent.body_json),
+            source="shared",
+            latency_s=sent.latency_s,
+            raw_body=sent.raw_body,
+            content_type=sent.content_type,
         )
         return self._price.apply(call, answer, sent.cost)
 

@@ -2,9 +2,10 @@
 benches can drive it directly.
 
 The record/replay decision is not made here: it is `proxy.recorder.CassetteTransport`'s, the same
-code `tauproxy run` uses, over the same live transport (litellm for chat completions, the provider's
-own endpoint for the other wire APIs: wire_apis/registry.py). This module only turns a checked
-request (wire_apis.base.ApiRequest) into a `ModelCall` (identity via `key.identify` over its keyed
+code `tauproxy run` uses, over serve's live transport (the provider's own endpoint for every wire
+API, chat completions on an OpenAI-compatible route included; litellm for other providers' chat
+completions, as in a run: wire_apis/registry.py). This module only turns a checked request
+(wire_apis.base.ApiRequest) into a `ModelCall` (identity via `key.identify` over its keyed
 form, where to go via the upstream map), and the layer's outcomes into HTTP:
 
     replay  a hit is answered from the cassette; a miss is an HttpError 404 carrying the miss

@@ -56,12 +56,17 @@ class StoredResponse(BaseModel):
     `body` names a blob holding, as one JSON string, the whole answer body exactly as the upstream
     sent it, for wire APIs whose clients are answered in the upstream's own shape (the Responses
     API, ...): a replay answers those bytes. `message` is then the reply's chat-shaped view (what
-    reports, fingerprints and the miss report read). Absent for chat completions.
+    reports, fingerprints and the miss report read). For chat completions, set only when serve passed
+    the call through to an OpenAI-compatible upstream (wire_apis/chat_route.py); absent otherwise (litellm's
+    answers, and every chat entry recorded before), which replays from `message` as before.
+    `content_type` is the Content-Type the upstream sent `body` with, kept only when it was not plain
+    application/json (absent: application/json), so a replay answers with it too.
     """
 
     message: str
     raw: str | None = None
     body: str | None = None
+    content_type: str | None = None
     finish_reason: str | None = None
     response_id: str | None = None
     response_model: str | None = None
@@ -94,7 +99,7 @@ class CassetteEntry(BaseModel):
     def wire_form(self) -> dict[str, Any]:
         """The entry as the fields of its call line (without the line kind `t`)."""
         data = {**self.model_dump(mode="json"), "request": self.request.wire_form()}
-        for name in ("raw", "body"):
+        for name in ("raw", "body", "content_type"):
             if getattr(self.response, name) is None:
                 del data["response"][name]  # absent, not null: older entries keep their exact bytes
         if self.v >= 3:

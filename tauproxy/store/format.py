@@ -54,7 +54,10 @@ Calls of the wire APIs other than chat completions (tauproxy/wire_apis/: the Res
 call lines like any other: their keyed, chat-shaped request (input items as the message chain, the
 API's name in `request.params.tauproxy_wire_api`), the reply's chat-shaped view as `response.message`,
 and `response.body`, a blob holding the answer body exactly as the upstream sent it, which a replay
-answers. Chat call lines never carry `response.body`, so they are written exactly as before.
+answers. A chat call line carries `response.body` only when serve passed the call through to an
+OpenAI-compatible upstream (wire_apis/chat_route.py); every other chat line is written exactly as before.
+A line with `response.body` carries `response.content_type` too when the upstream sent the body as
+anything but plain application/json, which a replay answers with.
 
 Lines are split on b"\\n" only: canonical JSON escapes newlines inside strings, but it leaves U+2028
 and friends raw, which `str.splitlines` would wrongly treat as line ends.

@@ -100,11 +100,16 @@ class StoredParts:
     message_order: list[str]  # the request's message hashes, first message first
 
 
-def stored_parts(canonical: dict[str, Any], response_body: dict[str, Any], raw_body: str | None = None) -> StoredParts:
+def stored_parts(
+    canonical: dict[str, Any],
+    response_body: dict[str, Any],
+    raw_body: str | None = None,
+    content_type: str | None = None,
+) -> StoredParts:
     """The hashed request and reply, plus every message, blob and chain node they refer to.
 
     `raw_body` (Completion.raw_body) is kept as a blob whose value is that text, so it is answered
-    byte for byte."""
+    byte for byte, with its `content_type` (Completion.content_type)."""
     choice, reply = reply_of(response_body)
     hashes = [message_hash(m) for m in canonical["messages"]]
     messages = {digest: canonical_json(m) for digest, m in zip(hashes, canonical["messages"], strict=True)}
@@ -130,6 +135,7 @@ def stored_parts(canonical: dict[str, Any], response_body: dict[str, Any], raw_b
         message=reply_hash,
         raw=raw_hash,
         body=body_hash,
+        content_type=content_type if raw_body is not None else None,
         finish_reason=choice.get("finish_reason"),
         response_id=response_body.get("id"),
         response_model=response_body.get("model"),

@@ -79,7 +79,7 @@ class CassetteWriter:
         canonical = secret_free(wire)
         identity = recording.identity
         check_identity(wire, identity)
-        parts = stored_parts(canonical, recording.response_body, recording.raw_body)
+        parts = stored_parts(canonical, recording.response_body, recording.raw_body, recording.content_type)
         entry = CassetteEntry(
             key=identity.key,
             sample_key=identity.sample_key,

@@ -17,7 +17,8 @@ run log, one pricing. So an API has to say only this:
     error_body(...)    an error answer in the API's own shape, or None for serve's (OpenAI's)
     view(answer)       a chat.completion-shaped view of an answer in the API's own shape: the reply
                        and usage every report, fingerprint and price reads
-    upstream           how to reach the provider's own endpoint (None: chat, sent through litellm)
+    upstream           how to reach the provider's own endpoint (chat's: an OpenAI-compatible
+                       route's; other providers' chat calls go through litellm, chat_route.py)
 
 The keyed form is chat-shaped ({model, messages, tools, tool_choice, **params}) because the key,
 the cassette's message chains and the miss report's nearest-call search all work on that shape; a
@@ -53,7 +54,7 @@ class ApiRequest:
     asked for a streamed answer (never keyed: the upstream is asked non-streamed and a stream is
     built from the one answer). `conversation` is a chat-shaped view of the messages (system first
     when the API has one apart), for role recognition and run-log fingerprints. `native` is what a
-    pass-through upstream is sent (None: chat completions, sent through litellm).
+    pass-through upstream is sent (None: chat completions, whose keyed body is what is sent).
     """
 
     api: str

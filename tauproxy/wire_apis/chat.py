@@ -3,9 +3,16 @@
 Its keyed form is the body itself without connection settings (key.without_connection_settings):
 exactly what key.py's docstring lists, unchanged, so shipped cassettes and every chat key stay what
 they were. A chat body may not carry key.WIRE_API_PARAM (400): that parameter names the other
-APIs in their keyed forms, and a chat request holding it could share their keys. The upstream is
-litellm (proxy/live.py), asked non-streamed; a `stream: true` client gets chat.completion.chunk
-events built from the one answer (chat_stream.py).
+APIs in their keyed forms, and a chat request holding it could share their keys.
+
+The upstream is asked non-streamed, by one of two paths (chat_route.py says which): a route to an
+OpenAI-compatible endpoint passes the call through (upstream.py: the keyed body posted to its
+/chat/completions with httpx), and its answer's bytes are recorded (a blob, store/entry.py) and are
+what the client gets, live and on replay; any other provider goes through litellm (proxy/live.py),
+and its answer is the recorded reply re-encoded. A call recorded before chat calls were passed
+through has no bytes and replays that way too. A `stream: true` client gets chat.completion.chunk
+events built from the one answer (chat_stream.py), on either path: a streamed and a non-streamed
+request are one sample (`stream` is not keyed), so the one recorded answer is the non-streamed body.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from tauproxy.wire_apis.chat_stream import sse_body
 from tauproxy.wire_apis.json_body import compact_json, require_model, require_stream_flag
 
 SSE = "text/event-stream"
+JSON = "application/json"  # a non-streamed answer's, unless its upstream sent it as another (Completion)
 NO_CACHE = {"Cache-Control": "no-cache"}
 NO_HEADERS: Mapping[str, str] = {}  # chat completions and the Responses API read no request header
 
@@ -66,7 +74,14 @@ class ChatApi:
 
     name = "chat"
     paths = ("/v1/chat/completions", "/chat/completions")  # the latter: clients whose base lacks /v1
-    upstream: UpstreamEndpoint | None = None  # litellm
+    # Where an OpenAI-compatible route's calls go (chat_route.py); other providers' go through litellm.
+    upstream: UpstreamEndpoint | None = UpstreamEndpoint(
+        path="/chat/completions",
+        default_base_url="https://api.openai.com/v1",
+        base_url_env="OPENAI_BASE_URL",
+        key_env="OPENAI_API_KEY",
+        provider_prefix="openai/",
+    )
 
     def request(self, body: Any, headers: Mapping[str, str] = NO_HEADERS) -> ApiRequest:
         checked = check_chat_request(body)
@@ -81,7 +96,9 @@ class ChatApi:
     def answer(self, request: ApiRequest, completion: Completion) -> WireAnswer:
         if request.stream:
             return WireAnswer(sse_body(completion.body, wants_usage_chunk(request.body)), SSE, NO_CACHE)
-        return WireAnswer(compact_json(completion.body), "application/json")
+        if completion.raw_body is not None:  # passed through: the upstream's bytes, live and replayed
+            return WireAnswer(completion.raw_body.encode("utf-8"), completion.content_type or JSON)
+        return WireAnswer(compact_json(completion.body), JSON)
 
     def view(self, answer: dict[str, Any]) -> dict[str, Any]:
         return normalise_response(answer)

@@ -5,10 +5,13 @@ else sees the body: bytes that are not UTF-8, a string holding a lone surrogate 
 syntax, but not a character: it cannot be hashed, stored or sent), numbers that are not finite
 (NaN, Infinity, or a literal such as 1e999 that only overflows to infinity), and nesting deeper
 than any real request. Each is a 400 naming what is wrong, never a 500 and never a call.
+An upstream's answer is read by the same rules (upstream.py), so an answer the cassette could not
+hold is a malformed answer, never recorded.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -21,16 +24,14 @@ from tauproxy.wire_apis.base import RequestRejected
 MAX_JSON_DEPTH = 64
 
 
-def _refuse_constant(name: str) -> None:
-    raise RequestRejected(f"request body holds {name}, which is not valid JSON: every number must be finite")
+def _refuse_constant(what: str, name: str) -> None:
+    raise RequestRejected(f"{what} holds {name}, which is not valid JSON: every number must be finite")
 
 
-def _finite_float(text: str) -> float:
+def _finite_float(what: str, text: str) -> float:
     value = float(text)
     if not math.isfinite(value):  # 1e999 is valid JSON syntax, but no client or provider can send it back
-        raise RequestRejected(
-            f"request body holds the number {text}, which is out of range: every number must be finite"
-        )
+        raise RequestRejected(f"{what} holds the number {text}, which is out of range: every number must be finite")
     return value
 
 
@@ -65,22 +66,25 @@ def _encodes(text: str) -> bool:
     return True
 
 
-def parse_json_body(raw: bytes) -> Any:
-    """The JSON value of a request body: strict UTF-8, finite numbers, no lone surrogates (else 400)."""
+def parse_json_body(raw: bytes, what: str = "request body") -> Any:
+    """The JSON value of a request body (or of `what`): strict UTF-8, finite numbers, no lone
+    surrogates (else RequestRejected, a 400, naming `what`)."""
     try:
         text = raw.decode("utf-8")  # strict: refuses invalid bytes and UTF-8-encoded surrogates alike
     except UnicodeDecodeError as exc:
-        raise RequestRejected(f"request body is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
+        raise RequestRejected(f"{what} is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        refuse, finite = functools.partial(_refuse_constant, what), functools.partial(_finite_float, what)
+        value = json.loads(text, parse_constant=refuse, parse_float=finite)
     except RecursionError:
-        raise RequestRejected(f"request body nests deeper than {MAX_JSON_DEPTH} levels") from None
+        raise RequestRejected(f"{what} nests deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError as exc:
-        raise RequestRejected(f"request body is not valid JSON: {exc}") from None
+        raise RequestRejected(f"{what} is not valid JSON: {exc}") from None
     if _SURROGATE_ESCAPE.search(raw):
         path = lone_surrogate_path(value)
         if path is not None:
-            raise RequestRejected(f"{path} holds a lone surrogate escape (\\uD800-\\uDFFF), which is not a character")
+            where = path if what == "request body" else f"{what} at {path}"
+            raise RequestRejected(f"{where} holds a lone surrogate escape (\\uD800-\\uDFFF), which is not a character")
     return value
 
 

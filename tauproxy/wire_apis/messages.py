@@ -66,7 +66,7 @@ from tauproxy.data_model.key import WIRE_API_PARAM, canonical_arguments, without
 from tauproxy.data_model.wire import completion_body
 from tauproxy.validation import first_problem
 from tauproxy.wire_apis.base import ApiRequest, RequestRejected, UpstreamEndpoint, WireAnswer
-from tauproxy.wire_apis.chat import NO_CACHE, SSE
+from tauproxy.wire_apis.chat import JSON, NO_CACHE, SSE
 from tauproxy.wire_apis.messages_stream import stream_body
 
 __all__ = [
@@ -471,7 +471,7 @@ class MessagesApi:
         if request.stream:
             reply = parse_reply(raw)  # checked, with every field it has: the stream carries them all
             return WireAnswer(stream_body(reply.model_dump(mode="json", exclude_unset=True)), SSE, NO_CACHE)
-        return WireAnswer(raw.encode("utf-8"), "application/json")
+        return WireAnswer(raw.encode("utf-8"), completion.content_type or JSON)
 
     def view(self, answer: dict[str, Any]) -> dict[str, Any]:
         return chat_view(answer)

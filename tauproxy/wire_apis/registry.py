@@ -39,6 +39,7 @@ def api_for_path(path: str) -> WireApi | None:
 
 
 def live_transport(chat: Transport, client: httpx.Client | None = None) -> Transport:
-    """The live transport for every registered API: `chat` (litellm) for chat completions, the
-    provider's own endpoint for the others (`client`, an httpx client, for tests or interception)."""
+    """The live transport for every registered API: the provider's own endpoint (over `client`, an
+    httpx client, for tests or interception), and `chat` (litellm) for chat completions whose route
+    is not OpenAI-compatible (chat_route.py)."""
     return ByWireApi(chat, PassThroughTransport(BY_NAME, client))

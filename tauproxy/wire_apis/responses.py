@@ -41,7 +41,7 @@ from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.key import WIRE_API_PARAM, canonical_arguments, without_connection_settings
 from tauproxy.data_model.wire import completion_body, usage_from_wire
 from tauproxy.wire_apis.base import ApiRequest, RequestRejected, UpstreamEndpoint, WireAnswer
-from tauproxy.wire_apis.chat import NO_CACHE, NO_HEADERS, SSE
+from tauproxy.wire_apis.chat import JSON, NO_CACHE, NO_HEADERS, SSE
 from tauproxy.wire_apis.json_body import compact_json, require_model, require_stream_flag
 from tauproxy.wire_apis.responses_stream import response_events
 
@@ -230,7 +230,7 @@ class ResponsesApi:
             raise ValueError("this answer was recorded without its Responses API body")
         if request.stream:
             return WireAnswer(sse_events(json.loads(raw)), SSE, NO_CACHE)
-        return WireAnswer(raw.encode("utf-8"), "application/json")
+        return WireAnswer(raw.encode("utf-8"), completion.content_type or JSON)
 
     def view(self, answer: dict[str, Any]) -> dict[str, Any]:
         return response_view(answer)

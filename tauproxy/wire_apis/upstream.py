@@ -1,20 +1,22 @@
-"""Reaching the providers: a pass-through over httpx for the wire APIs that have their own endpoint,
-and the one live transport serve (and in-process interception) hands the cache layer.
+"""Reaching the providers: a pass-through over httpx for every call whose wire API has an endpoint of
+its own, and the one live transport serve (and in-process interception) hands the cache layer.
 
-`PassThroughTransport` posts a native call's body, as its client sent it (less `stream`), to the
-provider's own endpoint of its wire API (base.UpstreamEndpoint says where, and where its key comes
-from: serve's environment or the upstream map, never a client header). The answer is kept as text,
-byte for byte (Completion.raw_body), beside its chat-shaped view. Failures become the same
+`PassThroughTransport` posts a call's body to the provider's own endpoint of its wire API
+(base.UpstreamEndpoint says where, and where its key comes from: serve's environment or the upstream
+map, never a client header): a native call's body as its client sent it (less `stream`), a chat
+call's keyed body (the client's, less connection settings and the stream flag). The answer is kept
+as text, byte for byte (Completion.raw_body), with its content type when that is not plain
+application/json, beside its chat-shaped view. Failures become the same
 ModelCallError litellm's do (proxy/live.py), so serve answers them alike: a timeout
 (upstream_timeout), no connection (upstream_unreachable), an error status passed on with its
 Retry-After, an answer that is not the API's JSON (upstream_malformed).
 
-`ByWireApi` sends a chat call to litellm and any other call through the pass-through.
+`ByWireApi` sends a native call through the pass-through, a chat call too when its route is
+OpenAI-compatible (chat_route.py), and any other chat call to litellm.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -28,11 +30,14 @@ from tauproxy.errors import ModelCallError
 from tauproxy.proxy import own_servers
 from tauproxy.proxy.transport import Transport
 from tauproxy.redact import redact_text
-from tauproxy.wire_apis.base import UpstreamEndpoint, WireApi
-from tauproxy.wire_apis.json_body import compact_json
+from tauproxy.wire_apis.base import RequestRejected, UpstreamEndpoint, WireApi
+from tauproxy.wire_apis.chat import JSON
+from tauproxy.wire_apis.chat_route import passes_through
+from tauproxy.wire_apis.json_body import compact_json, parse_json_body
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_ERROR_CHARS = 400
+MAX_CONTENT_TYPE_CHARS = 200
 # Never passed on from a client, whatever an API lists: the upstream's key is serve's own.
 KEY_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
 
@@ -60,6 +65,14 @@ def upstream_model(endpoint: UpstreamEndpoint, routed: str) -> str:
     return routed
 
 
+def kept_content_type(value: str | None) -> str | None:
+    """The Content-Type to answer an upstream's bytes with again: None for plain application/json, what
+    every answer has unless told otherwise, and for a value that is no header to send back."""
+    if value is None or value == JSON or len(value) > MAX_CONTENT_TYPE_CHARS:
+        return None
+    return value if value.isascii() and value.isprintable() else None
+
+
 def _one_line(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
@@ -80,18 +93,19 @@ class PassThroughTransport:
             return self._client
 
     def complete(self, call: ModelCall) -> Completion:
-        native = call.native
-        if native is None or native.api not in self._apis or self._apis[native.api].upstream is None:
+        api = self._apis.get(call.api)
+        endpoint = api.upstream if api is not None else None
+        if api is None or endpoint is None:
             raise ValueError(f"no pass-through upstream for a {call.api} call")
-        api = self._apis[native.api]
-        endpoint = api.upstream
-        assert endpoint is not None  # checked above
+        native = call.native
         connection = call.connection
-        body = dict(native.body)
+        # A chat call has no native request: its keyed body is the client's less connection settings.
+        body = dict(native.body) if native is not None else dict(call.wire)
         if call.upstream_model is not None:
             body["model"] = upstream_model(endpoint, call.upstream_model)
         url = upstream_url(endpoint, connection.api_base)
-        passed_on = {name: value for name, value in native.headers.items() if name.lower() not in KEY_HEADERS}
+        client_headers = native.headers if native is not None else {}
+        passed_on = {name: value for name, value in client_headers.items() if name.lower() not in KEY_HEADERS}
         headers = {**passed_on, **upstream_headers(endpoint, connection.api_key)}
         secrets = tuple(value for value in (connection.api_key, headers.get(endpoint.auth_header)) if value)
         timeout = connection.timeout if connection.timeout is not None else DEFAULT_TIMEOUT_S
@@ -105,17 +119,24 @@ class PassThroughTransport:
             message = redact_text(f"{call.model}: {type(exc).__name__}: {_one_line(str(exc))}", secrets)
             raise ModelCallError(message, code="upstream_unreachable") from None
         latency = time.perf_counter() - started
-        text = response.text
         if response.status_code >= 400:
-            message = redact_text(f"{call.model}: HTTP {response.status_code}: {_one_line(text)}", secrets)
+            message = redact_text(f"{call.model}: HTTP {response.status_code}: {_one_line(response.text)}", secrets)
             raise ModelCallError(
                 message, status_code=response.status_code, retry_after=response.headers.get("retry-after")
             )
         try:
-            view = api.view(json.loads(text))
+            # Read as a request body is (json_body.py): an answer the cassette could not hold (a lone
+            # surrogate, NaN, bytes that are not UTF-8) is malformed, never recorded or answered.
+            view = api.view(parse_json_body(response.content, "the upstream's answer"))
+        except RequestRejected as exc:
+            raise ModelCallError(
+                f"{call.model}: malformed response: {exc.message}", code="upstream_malformed"
+            ) from None
         except (ValueError, AttributeError, TypeError) as exc:
             raise ModelCallError(f"{call.model}: malformed response: {exc}", code="upstream_malformed") from None
-        return Completion(body=view, source="live", latency_s=latency, raw_body=text)
+        text = response.content.decode("utf-8")  # checked above: the bytes as sent, exactly
+        content_type = kept_content_type(response.headers.get("content-type"))
+        return Completion(body=view, source="live", latency_s=latency, raw_body=text, content_type=content_type)
 
     def close(self) -> None:
         with self._lock:
@@ -125,14 +146,16 @@ class PassThroughTransport:
 
 
 class ByWireApi:
-    """The live transport for calls of every wire API: chat to `chat`, the others to `native`."""
+    """The live transport for calls of every wire API: the others to `native` (the pass-through),
+    chat to `native` too where its route is OpenAI-compatible (chat_route.py), else to `chat`."""
 
     def __init__(self, chat: Transport, native: Transport) -> None:
         self._chat = chat
         self._native = native
 
     def complete(self, call: ModelCall) -> Completion:
-        return (self._native if call.native is not None else self._chat).complete(call)
+        passed = call.native is not None or passes_through(call)
+        return (self._native if passed else self._chat).complete(call)
 
     def close(self) -> None:
         self._chat.close()
