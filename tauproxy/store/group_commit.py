@@ -48,13 +48,17 @@ class GroupCommit(Generic[_Item, _Result]):
         self.batches = 0  # commits made (a test and the bench read it: items per commit)
 
     def submit(self, item: _Item) -> _Result:
-        waiting: _Waiting[_Item, _Result] = _Waiting(item)
+        return self.submit_all([item])[0]
+
+    def submit_all(self, items: Sequence[_Item]) -> list[_Result]:
+        """Commit `items` together (one batch, with whatever else is queued); their results in order."""
+        waiting: list[_Waiting[_Item, _Result]] = [_Waiting(item) for item in items]
         with self._changed:
-            self._queue.append(waiting)
-            while self._committing and not waiting.done:
+            self._queue.extend(waiting)
+            while self._committing and not waiting[-1].done:
                 self._changed.wait()
-            if waiting.done:  # a leader committed it while this caller waited
-                return self._outcome(waiting)
+            if waiting[-1].done:  # a leader committed them (all in one batch) while this caller waited
+                return [self._outcome(one) for one in waiting]
             batch, self._queue = self._queue, []
             self._committing = True
         try:
@@ -64,7 +68,7 @@ class GroupCommit(Generic[_Item, _Result]):
                 self._committing = False
                 self.batches += 1
                 self._changed.notify_all()
-        return self._outcome(waiting)
+        return [self._outcome(one) for one in waiting]
 
     def _run(self, batch: list[_Waiting[_Item, _Result]]) -> None:
         try:

@@ -73,6 +73,13 @@ class CassetteWriter:
         self._file.refuse_if_snapshot("record")
         return self._group.submit(self._prepared(recording))
 
+    def record_all(self, recordings: Sequence[CallRecording]) -> list[CassetteEntry]:
+        """Append several calls durably in one commit (one write, one fsync), in order; as `record`."""
+        self._file.refuse_if_snapshot("record")
+        if not recordings:
+            return []
+        return self._group.submit_all([self._prepared(recording) for recording in recordings])
+
     def _prepared(self, recording: CallRecording) -> tuple[CassetteEntry, StoredParts]:
         """The call's entry and stored parts: checked and built by its caller, outside every lock."""
         wire = flat_wire(recording.wire)
