@@ -15,6 +15,7 @@ port: "tauproxy serve: http://HOST:PORT/v1 (MODE, CASSETTE)".
 
 from __future__ import annotations
 
+import gc
 import socket
 import sys
 from collections.abc import Callable
@@ -165,6 +166,11 @@ def serve(config: ServeConfig, out: Callable[[str], None] = _print) -> None:
     where = str(built.cassette.directory) if built.cassette is not None else "no cassette"
     ready = f"tauproxy serve: {url_of(sock, config.host)} ({config.mode.value}, {where})"
     server = make_server(built, ready, out)
+    # Everything loaded so far (litellm's hundreds of thousands of objects, uvicorn, the index) lives
+    # as long as the server: frozen, the collector never scans it again, so a full collection while
+    # serving costs what the calls in flight allocated, not a pause of the whole heap.
+    gc.collect()
+    gc.freeze()
     try:
         server.run(sockets=[sock])
     finally:
