@@ -20,7 +20,7 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -114,10 +114,6 @@ class Cassette:
     def record(self, recording: CallRecording) -> CassetteEntry:
         """Append one call durably (fsynced before return) and index it (writer.py)."""
         return self.writer.record(recording)
-
-    def record_all(self, recordings: Sequence[CallRecording]) -> list[CassetteEntry]:
-        """Append several calls durably in one commit: one write and one fsync for them all (writer.py)."""
-        return self.writer.record_all(recordings)
 
     def lookup(self, sample_key: str) -> CassetteEntry | None:
         return self.reader.lookup(sample_key)

@@ -233,9 +233,9 @@ def test_kill_9_during_group_commits_loses_no_call_that_was_answered(tmp_path: P
 def test_record_all_appends_calls_in_one_commit_in_order(tmp_path: Path) -> None:
     cassette = Cassette.open(tmp_path / "c")
     calls = [call_of("trial", index) for index in range(5)]
-    entries = cassette.record_all(calls)
+    entries = cassette.writer.record_all(calls)
     assert cassette.writer.commits == 1
-    assert cassette.record_all([]) == [] and cassette.writer.commits == 1
+    assert cassette.writer.record_all([]) == [] and cassette.writer.commits == 1
     reopened = Cassette.open(tmp_path / "c", create=False, fresh_index=True)
     assert [e.sample_key for e in reopened.entries()] == [e.sample_key for e in entries]
     assert [e.call_index for e in reopened.entries()] == list(range(5))
