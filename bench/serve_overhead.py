@@ -23,16 +23,18 @@ misses >= 300 calls/s (at c=32: one fsync covers every append that arrived while
 ran). Beside each wall-clock figure the serve process's own CPU time per call (from /proc, user +
 system) is printed: on a shared machine that is the steadier number.
 
-Measured 2026-12-03 on the 2-core dev box with load average 17-23 from seven other workers (so the
-wall-clock figures are queueing on a starved machine, not serve's cost; compare CPU per call):
-    CPU per call         direct stub 0.55-0.71 ms, serve hit 0.98-1.50 ms (before this round's hit
-                         work 1.97-2.09 ms), serve miss 5.7-7.5 ms (before 10.0-13.1 ms), of which
-                         the pass-through's httpx call to the upstream is about 60%
-    hit p50 added        +2.83 ms at c=1, +55.8 ms at c=32 (the stub 0.61 / 22.1 ms p50)
-    misses               30 calls/s at c=1, 76 at c=32 (the fast upstream alone: 4712 / 6581); in a
-                         profiled run at c=32, 45 fsyncs covered 600 misses (group commit); the chat
-                         route's misses (passed through, at c=8) 48 calls/s (through litellm,
-                         before: 15)
+Measured 2026-12-03 on the 2-core dev box, load average 3-4 (the other workers mostly idle):
+    CPU per call         direct stub 0.76-0.80 ms, serve hit 1.20-1.50 ms (at load 17-23 before
+                         this round's hit work: 1.97-2.09 ms, after it 0.98-1.50), serve miss
+                         7.9-9.3 ms; of a miss, the upstream call is about 0.8 ms; most of the rest
+                         is the cassette's indexing of the appended call (the request key derived
+                         again from the stored chain, hashing the policy each time; about 34 index
+                         queries per call)
+    hit p50 added        +0.78 ms at c=1 (0.91 -> 1.68 ms), +20.4 ms at c=32 (20.7 -> 41.1 ms)
+    misses               60 calls/s at c=1, 95 at c=32 (the fast upstream alone: 9240 / 11215);
+                         in a profiled run at c=32, 48 fsyncs covered 600 misses (group commit);
+                         the chat route's misses, passed through, 80 calls/s at c=8 (through
+                         litellm, before: 15 at load 17-23)
 The goals were not met on that machine; the RATIO lines of a run on an idle machine decide.
 """
 
