@@ -57,6 +57,9 @@ class Pricing:
         self._map: dict[str, Any] | None = None
         self._map_source = "litellm-price-map"
         self._lock = threading.Lock()
+        # Each model's price, once found: a replay prices every hit, and serve answers hits in a
+        # fraction of a millisecond, which validating a price-map entry per call would double.
+        self._found: dict[str, tuple[ModelPrice | None, str]] = {}
 
     @classmethod
     def from_file(cls, path: Path | None) -> Pricing:
@@ -71,6 +74,12 @@ class Pricing:
         return f"{self._override_source} over {base}" if self._override_source else base
 
     def price_of(self, model: str) -> tuple[ModelPrice | None, str]:
+        found = self._found.get(model)
+        if found is None:
+            found = self._found[model] = self._find_price(model)
+        return found
+
+    def _find_price(self, model: str) -> tuple[ModelPrice | None, str]:
         for name in _candidates(model):
             override = self._overrides.get(name)
             if isinstance(override, ModelPrice):

@@ -4,11 +4,10 @@ Why Starlette + uvicorn rather than the stdlib `http.server`: graceful shutdown 
 easy to get wrong, and uvicorn already does it right (on SIGTERM/SIGINT it stops accepting, lets
 every in-flight request finish, then closes idle keep-alive connections; the app bounds "finish" with
 its drain, app.py); it speaks HTTP/1.1 keep-alive correctly (protocol.py adds the header-read
-timeout) and runs replays on the event loop while live calls and fsyncs wait in threads.
-Measured with bench/serve_overhead.py on loopback, a replay through it answers in
-0.75-0.86 ms p50 where the stdlib stub answers in 0.70 ms (+0.04..+0.16 ms, goal <= 2 ms), and
-replays 457-1363 calls/s with 2 clients (goal >= 300; numbers in that script's docstring). The
-stdlib would buy nothing measurable, and we would own the shutdown and keep-alive code ourselves.
+timeout) and runs replays on the event loop while live calls and fsyncs wait in threads (the
+fsyncs group-committed: store/writer.py). bench/serve_overhead.py measures what a hit adds to calling
+the upstream directly, and the miss rate, at concurrency 1 and 32 with τ²-sized bodies. The stdlib
+would buy nothing measurable, and we would own the shutdown and keep-alive code ourselves.
 
 The socket is bound before uvicorn starts, so `--port 0` works and the ready line names the real
 port: "tauproxy serve: http://HOST:PORT/v1 (MODE, CASSETTE)".
@@ -16,6 +15,7 @@ port: "tauproxy serve: http://HOST:PORT/v1 (MODE, CASSETTE)".
 
 from __future__ import annotations
 
+import gc
 import socket
 import sys
 from collections.abc import Callable
@@ -166,6 +166,11 @@ def serve(config: ServeConfig, out: Callable[[str], None] = _print) -> None:
     where = str(built.cassette.directory) if built.cassette is not None else "no cassette"
     ready = f"tauproxy serve: {url_of(sock, config.host)} ({config.mode.value}, {where})"
     server = make_server(built, ready, out)
+    # Everything loaded so far (litellm's hundreds of thousands of objects, uvicorn, the index) lives
+    # as long as the server: frozen, the collector never scans it again, so a full collection while
+    # serving costs what the calls in flight allocated, not a pause of the whole heap.
+    gc.collect()
+    gc.freeze()
     try:
         server.run(sockets=[sock])
     finally:

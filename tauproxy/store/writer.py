@@ -1,22 +1,34 @@
-"""Writing a cassette: one call appended durably, with only the content the cassette lacks.
+"""Writing a cassette: calls appended durably, with only the content the cassette lacks.
 
 Durability and locking policy:
 
-- `record` appends one call (its new message, blob and chain node lines, then the call line) with a
-  single `os.write` on a descriptor opened O_APPEND, then `os.fsync`s before returning. A call is
-  therefore on disk before its response reaches the caller: a crash never loses a call that was paid
-  for and used, and it can at worst cut the line being written, which readers report and skip.
-- Writers hold the cassette's file lock (processes; locking.py) and the IndexedFile's RLock (threads).
-- Dedup of messages, blobs and nodes is against what is on disk: under the lock, `record` first
+- `record` appends one call (its new message, blob and chain node lines, then the call line) with
+  an `os.write` on a descriptor opened O_APPEND, and returns only after an `os.fsync` that covers
+  it: a call is on disk before its response reaches the caller, so a crash never loses a call that
+  was paid for and used, and it can at worst cut the line being written, which readers report and
+  skip.
+- Group commit (group_commit.py): calls recorded while an fsync runs queue up, and the next commit
+  appends them all in one `os.write` under one hold of the locks, then fsyncs once; every caller of
+  that batch returns after that fsync. So N concurrent writers cost about one fsync per batch rather
+  than N, and a lone writer is a batch of one, as fast as before. The fsync runs after the locks are
+  released (the descriptor stays open): other threads look calls up meanwhile (serve answers hits on
+  its event loop), and another process may append, whose own fsync flushes the file again. The next
+  batch waits for this fsync, so one is in progress at a time.
+- Writers hold the cassette's file lock (processes; locking.py) and the IndexedFile's RLock (threads)
+  while they append and index.
+- Dedup of messages, blobs and nodes is against what is on disk: under the lock, a commit first
   brings the index up to the file's current size (indexing what other writers appended), or
   rebuilds it if the file was replaced (compact, merge, prune, a git checkout: a different inode, or
   a shorter file), then writes only what the index does not hold; a call line is never written whose
-  messages and chain nodes are not on disk. After the append the index catches up again.
+  messages and chain nodes are not in the file. A call also dedups against the calls before it in
+  its batch (`BatchQuery`), so content two of them bring is written once. After the append the
+  index catches up again.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from tauproxy.data_model.completion import LATENCY_DECIMALS, CallRecording
@@ -24,13 +36,16 @@ from tauproxy.errors import CassetteError
 from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.format import (
     CALLS_FILE,
+    REF_LEN,
     encode_blob_text,
     encode_call,
     encode_msg_text,
     encode_node,
     node_hash,
+    ref_matches,
     short_ref,
 )
+from tauproxy.store.group_commit import GroupCommit
 from tauproxy.store.index import FileState
 from tauproxy.store.index_db import BLOB, MSG, NODE, Located
 from tauproxy.store.index_query import IndexQuery
@@ -46,10 +61,27 @@ class CassetteWriter:
 
     def __init__(self, file: IndexedFile) -> None:
         self._file = file
+        self._group: GroupCommit[tuple[CassetteEntry, StoredParts], CassetteEntry] = GroupCommit(self._commit)
+
+    @property
+    def commits(self) -> int:
+        """How many commits (fsyncs) this writer made: fewer than its calls when they came at once."""
+        return self._group.batches
 
     def record(self, recording: CallRecording) -> CassetteEntry:
         """Append one call durably (fsynced before return) and index it. See the module docstring."""
         self._file.refuse_if_snapshot("record")
+        return self._group.submit(self._prepared(recording))
+
+    def record_all(self, recordings: Sequence[CallRecording]) -> list[CassetteEntry]:
+        """Append several calls durably in one commit (one write, one fsync), in order; as `record`."""
+        self._file.refuse_if_snapshot("record")
+        if not recordings:
+            return []
+        return self._group.submit_all([self._prepared(recording) for recording in recordings])
+
+    def _prepared(self, recording: CallRecording) -> tuple[CassetteEntry, StoredParts]:
+        """The call's entry and stored parts: checked and built by its caller, outside every lock."""
         wire = flat_wire(recording.wire)
         canonical = secret_free(wire)
         identity = recording.identity
@@ -72,35 +104,92 @@ class CassetteWriter:
             latency_s=round(recording.latency_s, LATENCY_DECIMALS),  # as CallRecording.of rounds it
             recorded_at=now_iso(),
         )
-        with self._file.lock, locked(self._file.directory):
-            return self._append_locked(entry, parts)
+        return entry, parts
 
-    def _append_locked(self, entry: CassetteEntry, parts: StoredParts) -> CassetteEntry:
+    def _commit(self, batch: Sequence[tuple[CassetteEntry, StoredParts]]) -> list[CassetteEntry]:
+        """Append every call of `batch` in one write, index them, then fsync once (module docstring)."""
         file = self._file.file
+        with self._file.lock, locked(self._file.directory):
+            # Opened under the lock: a file replaced before it (a rewrite's rename) is the one written.
+            try:
+                fd = os.open(file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise CassetteError(f"cannot open {file} for writing: {exc.strerror or exc}") from None
+            try:
+                written = self._append_locked(fd, batch)
+            except OSError as exc:
+                os.close(fd)
+                raise CassetteError(f"cannot append to {file}: {exc.strerror or exc}") from None
+            except BaseException:
+                os.close(fd)
+                raise
         try:
-            fd = os.open(file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise CassetteError(f"cannot open {file} for writing: {exc.strerror or exc}") from None
-        try:
-            stat = os.fstat(fd)
-            # Everything before st_size is complete (we hold the lock): index it, or rebuild the index if
-            # the file was replaced (compact, merge, prune, a git checkout), so that what we skip as
-            # already stored really is on disk.
-            self._file.load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
-            refs = Refs(self._file.index().query)
-            entry = refs.resolve(entry, parts)
-            lines = refs.lines(parts)
-            payload = "".join([*lines, encode_call(entry)]).encode("utf-8")
-            if stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
-                payload = b"\n" + payload  # a crash cut the last line: never glue onto it
-            _write_all(fd, payload)
-            os.fsync(fd)
+            os.fsync(fd)  # outside the locks: lookups and other processes go on meanwhile
         except OSError as exc:
             raise CassetteError(f"cannot append to {file}: {exc.strerror or exc}") from None
         finally:
             os.close(fd)
+        return written
+
+    def _append_locked(self, fd: int, batch: Sequence[tuple[CassetteEntry, StoredParts]]) -> list[CassetteEntry]:
+        stat = os.fstat(fd)
+        # Everything before st_size is complete (we hold the lock): index it, or rebuild the index if
+        # the file was replaced (compact, merge, prune, a git checkout), so that what we skip as
+        # already stored really is on disk.
+        self._file.load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
+        # Each call of the batch dedups against the file and against the calls before it in the batch.
+        pending = BatchQuery(self._file.index().query)
+        written: list[CassetteEntry] = []
+        lines: list[str] = []
+        for entry, parts in batch:
+            refs = Refs(pending)
+            written.append(refs.resolve(entry, parts))
+            lines += refs.lines(parts)
+            lines.append(encode_call(written[-1]))
+            pending.add(refs)
+        payload = "".join(lines).encode("utf-8")
+        if stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
+            payload = b"\n" + payload  # a crash cut the last line: never glue onto it
+        _write_all(fd, payload)
         self._file.synced_to(FileState(stat.st_dev, stat.st_ino, stat.st_size + len(payload)))
-        return entry
+        return written
+
+
+class BatchQuery:
+    """The index's `find` and `depth`, plus the content lines that calls earlier in the same batch
+    will write (not in the file yet): so a message two calls of one batch bring is written once.
+
+    What the file holds under a reference comes first, exactly as the index says; a reference only
+    this batch uses answers with the content queued under it. A queued node counts as resolving
+    (its chain is written before it in the same write).
+    """
+
+    def __init__(self, query: IndexQuery) -> None:
+        self._query = query
+        self._queued: dict[tuple[int, str], Located] = {}
+
+    def find(self, kind: int, ref: str) -> Located | str | None:
+        found = self._query.find(kind, ref)
+        if found is not None:
+            return found
+        queued = self._queued.get((kind, ref))
+        if queued is None and len(ref) > REF_LEN:  # a full reference names content queued under its short one
+            queued = self._queued.get((kind, ref[:REF_LEN]))
+            if queued is not None and not ref_matches(queued.full, ref):
+                queued = None
+        return queued
+
+    def depth(self, ref: str) -> int | None:
+        found = self.find(NODE, ref)
+        return found.depth if isinstance(found, Located) else None
+
+    def add(self, refs: Refs) -> None:
+        """Queue what one call of the batch writes."""
+        for kind, ref, full in refs.new_content:
+            self._queued[(kind, ref)] = Located(full, -1, 0, 0)
+        for ref, parent, message, full in refs.new_nodes:
+            # depth 1 stands for "resolves": only whether it is known is ever read in a batch
+            self._queued[(NODE, ref)] = Located(full, -1, 0, 0, parent, message, 1)
 
 
 class Refs:
@@ -110,11 +199,13 @@ class Refs:
     holds a different content under that reference (a clash, see format.py): then by its full hash.
     """
 
-    def __init__(self, query: IndexQuery) -> None:
+    def __init__(self, query: IndexQuery | BatchQuery) -> None:
         self._query = query
         self.messages: list[tuple[str, str]] = []  # (reference, text) to write
         self.blobs: list[tuple[str, str]] = []
         self.nodes: list[Node] = []
+        self.new_content: list[tuple[int, str, str]] = []  # (kind, reference, full hash) of what is written
+        self.new_nodes: list[tuple[str, str | None, str, str]] = []  # (reference, parent, message, full hash)
 
     def _ref(self, kind: int, digest: str) -> tuple[str, bool]:
         """(reference to use, whether the content is already stored under it)."""
@@ -134,6 +225,7 @@ class Refs:
             if not stored and ref not in queued:
                 queued.add(ref)
                 self.messages.append((ref, parts.messages[digest]))
+                self.new_content.append((MSG, ref, digest))
             message_refs.append(ref)
         reply_ref = message_refs.pop()
         blob_refs: dict[str, str] = {}
@@ -141,19 +233,25 @@ class Refs:
             ref, stored = self._ref(BLOB, digest)
             if not stored:
                 self.blobs.append((ref, text))
+                self.new_content.append((BLOB, ref, digest))
             blob_refs[digest] = ref
         nodes: list[Node] = []
+        fulls: list[str] = []
         parent: str | None = None
         for message in message_refs:
             full = node_hash(parent, message)
             found = self._query.find(NODE, short_ref(full))
             clash = found is not None and not (isinstance(found, Located) and found.full == full)
             nodes.append((full if clash else short_ref(full), parent, message))
+            fulls.append(full)
             parent = nodes[-1][0]
         start = len(nodes)
         while start and self._query.depth(nodes[start - 1][0]) is None:
             start -= 1  # write the nodes after the last one whose chain resolves (again, if stored broken)
         self.nodes = nodes[start:]
+        self.new_nodes = [
+            (ref, parent, message, full) for (ref, parent, message), full in zip(self.nodes, fulls[start:], strict=True)
+        ]
         request = parts.request.model_copy(
             update={
                 "chain": nodes[-1][0] if nodes else None,

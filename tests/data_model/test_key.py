@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -215,3 +216,20 @@ def test_conversation_keys_are_request_keys_as_a_conversation_grows_forks_and_ch
     assert keys.key(bare) == request_key(bare)
     # Equal but not the same objects: rehashed, and still equal.
     assert keys.key(copy.deepcopy(BASE)) == request_key(BASE)
+
+
+def test_a_tool_list_seen_before_keys_as_it_did_and_a_changed_one_keys_anew() -> None:
+    from tauproxy.data_model import key as key_module
+
+    tools = [{"type": "function", "function": {"name": "f", "description": None, "parameters": {"a": [1, None]}}}]
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": tools}
+    key_module._TOOLS_TEXTS.clear()
+    first = request_key(body)
+    assert request_key(json.loads(json.dumps(body))) == first  # a fresh copy of the same tools: the kept text
+    key_module._TOOLS_TEXTS.clear()
+    assert request_key(body) == first  # computed again without the kept text: the same key
+    tools[0]["function"]["name"] = "g"  # the same list object, changed: keyed by what it holds now
+    changed = request_key(body)
+    assert changed != first
+    key_module._TOOLS_TEXTS.clear()
+    assert request_key(body) == changed

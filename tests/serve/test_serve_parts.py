@@ -141,12 +141,12 @@ def test_bodies_that_cannot_be_keyed_are_refused_before_parsing() -> None:
     from tauproxy.serve.body import check_content_type
     from tauproxy.wire_apis.base import RequestRejected
     from tauproxy.wire_apis.chat import ChatApi
-    from tauproxy.wire_apis.json_body import MAX_JSON_DEPTH, json_depth, parse_json_object
+    from tauproxy.wire_apis.json_body import MAX_JSON_DEPTH, nesting_depth, parse_json_object
 
     def parse_chat_request(raw: bytes) -> object:
         return ChatApi().request(parse_json_object(raw))
 
-    assert json_depth(b'{"a": "[[[[", "b": [1, {"c": []}]}') == 4  # brackets inside strings do not count
+    assert nesting_depth(json.loads(b'{"a": "[[[[", "b": [1, {"c": []}]}')) == 4  # brackets in strings do not count
     nested_messages = b'{"model": "m", "messages": [' + b"[" * 480 + b"]" * 480 + b"]}"
     nested_body = b"[" * 100_000 + b"]" * 100_000
     refusals = {
@@ -159,7 +159,9 @@ def test_bodies_that_cannot_be_keyed_are_refused_before_parsing() -> None:
         with pytest.raises(RequestRejected, match=reason) as caught:
             parse_chat_request(raw)
         assert caught.value.status == 400
-    assert json_depth(nested_messages) > MAX_JSON_DEPTH
+    with pytest.raises(RecursionError):  # what json makes of the deepest body: refused as too deep above
+        json.loads(nested_body)
+    assert nesting_depth(json.loads(nested_messages)) > MAX_JSON_DEPTH
     for media in ("text/plain", "application/x-www-form-urlencoded"):
         with pytest.raises(HttpError) as refused:
             check_content_type(media)
