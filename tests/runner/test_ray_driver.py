@@ -32,8 +32,12 @@ class FakeCassette:
     def read_bytes(self) -> bytes:
         return b""
 
-    def record(self, recording: FakeRecording) -> None:
-        self.written.append(recording.run_id)
+    @property
+    def writer(self) -> FakeCassette:  # the driver appends a trial's calls through the cassette's writer
+        return self
+
+    def record_all(self, recordings: list[FakeRecording]) -> None:
+        self.written.extend(recording.run_id for recording in recordings)
 
 
 @dataclass(frozen=True)
