@@ -204,7 +204,6 @@ LONGEST_FIRST = (
     "tests/proxy/test_record_replay.py",
     "tests/test_typing.py",
     "tests/tau2bench/test_tau2bench_reward.py",
-    "tests/tau2bench/test_tau2bench_ray.py",
     "tests/cli/test_bad_input_table.py",
     "tests/proxy/test_cost.py",
 )
