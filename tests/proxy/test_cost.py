@@ -45,10 +45,22 @@ def live_run(url: str, tmp_path: Path, name: str, *extra: str) -> Path:
     return run_dir
 
 
-def test_replay_costs_nothing_and_saves_the_recorded_amount(tmp_path: Path, stub) -> None:
-    prices = prices_file(tmp_path)
-    cassette = tmp_path / "cassette"
-    recorded = report_json(live_run(stub.url, tmp_path, "rec", "--cassette", str(cassette), "--prices", str(prices)))
+@pytest.fixture(scope="module")
+def priced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One priced live run (mock, 4 tasks x 2 trials, `rec`) recorded into `cassette`, for the tests that
+    read it; its directory also holds the prices file."""
+    from stub_upstream import StubUpstream
+
+    directory = tmp_path_factory.mktemp("priced")
+    prices = prices_file(directory)
+    with StubUpstream() as stub:
+        live_run(stub.url, directory, "rec", "--cassette", str(directory / "cassette"), "--prices", str(prices))
+    return directory
+
+
+def test_replay_costs_nothing_and_saves_the_recorded_amount(tmp_path: Path, stub, priced: Path) -> None:
+    prices, cassette = priced / "prices.json", priced / "cassette"
+    recorded = report_json(priced / "rec")
     replayed = report_json(
         live_run(
             stub.url, tmp_path, "rep", "--cassette", str(cassette), "--prices", str(prices), "--record-mode", "replay"
@@ -61,8 +73,8 @@ def test_replay_costs_nothing_and_saves_the_recorded_amount(tmp_path: Path, stub
     assert stats["recorded_cost_usd"] == pytest.approx(recorded["cost"]["live_usd"], rel=1e-9)
 
 
-def test_prices_file_cost_matches_hand_computation(tmp_path: Path, stub) -> None:
-    run_dir = live_run(stub.url, tmp_path, "priced", "--prices", str(prices_file(tmp_path)))
+def test_prices_file_cost_matches_hand_computation(priced: Path) -> None:
+    run_dir = priced / "rec"
     results = json.loads((run_dir / "results.json").read_text())
     by_hand = sum(
         c["usage"]["prompt_tokens"] * PRICE_IN + c["usage"]["completion_tokens"] * PRICE_OUT
@@ -94,9 +106,9 @@ def test_cached_tokens_are_priced_at_the_cache_rate() -> None:
     assert Pricing().cost("openai/no-such-model-xyz", usage).usd is None
 
 
-def test_max_cost_stops_below_budget_and_resume_finishes(tmp_path: Path, stub) -> None:
-    prices = prices_file(tmp_path)
-    full = report_json(live_run(stub.url, tmp_path, "full", "--prices", str(prices)))
+def test_max_cost_stops_below_budget_and_resume_finishes(tmp_path: Path, stub, priced: Path) -> None:
+    prices = priced / "prices.json"
+    full = report_json(priced / "rec")
     budget = full["cost"]["live_usd"] / 3
     run_dir = tmp_path / "budget"
     args = [

