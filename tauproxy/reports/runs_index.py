@@ -28,6 +28,7 @@ from tauproxy.reports.summary import ReportSummary, summarize
 from tauproxy.results.load import load_any_results
 from tauproxy.results.run_dir import RESULTS_FILE, RUN_INFO_FILE, SIMULATIONS_FILE, read_text
 from tauproxy.results.tau2_format import looks_like_tau2_metrics, looks_like_tau2_simulations
+from tauproxy.store.format import CALLS_FILE
 
 
 class IndexedRun(BaseModel):
@@ -96,6 +97,9 @@ def _candidates(root: Path) -> Iterator[Path]:
         if is_run_dir(here) and here != root:
             subdirs[:] = []
             yield here
+            continue
+        if (here / CALLS_FILE).is_file():  # a cassette: its manifest and prices are not runs, nor worth a note
+            subdirs[:] = []
             continue
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
         yield from (here / name for name in sorted(files) if name.endswith(".json"))

@@ -35,6 +35,9 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "tau2" / "base_export_results.json").write_text(json.dumps({"metrics": {"pass_at_k": {"1": 1.0}}}))
     (root / "nested" / "package.json").write_text(json.dumps({"name": "not a run"}))
     (root / "broken.json").write_text("{not json")
+    (root / "cassette").mkdir()  # a cassette beside the runs: not searched, not noted
+    (root / "cassette" / "calls.jsonl").write_text("")
+    (root / "cassette" / "manifest.json").write_text("{}")
     (root / ".hidden").mkdir()
     (root / ".hidden" / "ignored.json").write_text("{}")
     return root
@@ -83,6 +86,7 @@ def test_index_lists_every_run_with_a_link_to_its_report(tree: Path, tmp_path: P
         assert re.search(rf"<code>{re.escape(name)}</code><span>: [^<]*{reason}", page), name
         assert name in result.stderr
     assert "ignored.json" not in page and "4 runs" in result.stderr
+    assert "manifest.json" not in page + result.stderr
     assert 'src="http' not in page and 'href="http' not in page
 
 
