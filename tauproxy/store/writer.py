@@ -85,8 +85,8 @@ class CassetteWriter:
         wire = flat_wire(recording.wire)
         canonical = secret_free(wire)
         identity = recording.identity
-        check_identity(wire, identity)
         parts = stored_parts(canonical, recording.response_body, recording.raw_body, recording.content_type)
+        check_identity(parts.key, identity)
         entry = CassetteEntry(
             key=identity.key,
             sample_key=identity.sample_key,
