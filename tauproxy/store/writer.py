@@ -139,6 +139,7 @@ class CassetteWriter:
         self._file.load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
         # Each call of the batch dedups against the file and against the calls before it in the batch.
         pending = BatchQuery(self._file.index().query)
+        pending.prefetch([parts for _, parts in batch])
         written: list[CassetteEntry] = []
         lines: list[str] = []
         for entry, parts in batch:
@@ -167,9 +168,32 @@ class BatchQuery:
     def __init__(self, query: IndexQuery) -> None:
         self._query = query
         self._queued: dict[tuple[int, str], Located] = {}
+        # What the index answered, by (kind, reference): the file is locked and the index caught up
+        # for the whole batch, so an answer (a miss too) holds until the append.
+        self._stored: dict[tuple[int, str], Located | str | None] = {}
+
+    def prefetch(self, batch: Sequence[StoredParts]) -> None:
+        """Ask the index about every short reference `batch` will look up, one query per kind,
+        instead of one query per message, blob and node (a reference named otherwise, as after a
+        clash, is still asked on its own)."""
+        wanted: dict[int, set[str]] = {MSG: set(), BLOB: set(), NODE: set()}
+        for parts in batch:
+            messages = [short_ref(digest) for digest in [*parts.message_order, parts.response.message]]
+            wanted[MSG].update(messages)
+            wanted[BLOB].update(short_ref(digest) for digest in parts.blobs)
+            parent: str | None = None
+            for message in messages[:-1]:
+                parent = short_ref(node_hash(parent, message))
+                wanted[NODE].add(parent)
+        for kind, refs in wanted.items():
+            for ref, found in self._query.find_many(kind, refs).items():
+                self._stored[(kind, ref)] = found
 
     def find(self, kind: int, ref: str) -> Located | str | None:
-        found = self._query.find(kind, ref)
+        if (kind, ref) in self._stored:
+            found = self._stored[(kind, ref)]
+        else:
+            found = self._stored[(kind, ref)] = self._query.find(kind, ref)
         if found is not None:
             return found
         queued = self._queued.get((kind, ref))
