@@ -14,7 +14,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tauproxy.errors import CassetteError
 from tauproxy.store.format import CALLS_FILE, CassetteProblem
@@ -39,6 +39,7 @@ class IndexedFile:
         self._index_dir = index_dir
         self._idx: CassetteIndex | None = None
         self._fd: int | None = None
+        self._refreshed: tuple[CassetteIndex, int, list[Any]] | None = None  # what the last refresh saw
 
     @staticmethod
     def create(directory: Path) -> None:
@@ -149,6 +150,7 @@ class IndexedFile:
             self._close_index()
 
     def _close_index(self) -> None:
+        self._refreshed = None
         if self._idx is not None:
             self._idx.close()
             self._idx = None
@@ -157,9 +159,17 @@ class IndexedFile:
             self._fd = None
 
     def refresh(self, size: int) -> None:
-        """Take the problems and the sample count from the index, now that it covers `size` bytes."""
-        self.generation += 1
+        """Take the problems and the sample count from the index, now that it covers `size` bytes.
+
+        Nothing to take when the same index says what it said at the last refresh, for the same
+        size (a writer's catch-up before its append, when no other process appended): then the
+        generation stays too, and the reader's caches with it."""
         idx = self.index()
+        seen = (idx, size, idx.query.db.execute("SELECT k, v FROM meta ORDER BY k").fetchall())
+        if self._refreshed is not None and self._refreshed[0] is idx and self._refreshed[1:] == seen[1:]:
+            return
+        self._refreshed = seen
+        self.generation += 1
         problems = idx.problems()
         covered = idx.query.covered()
         if size > covered:  # a last line with no newline: cut off, or being written by another process
