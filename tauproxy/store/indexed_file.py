@@ -12,12 +12,12 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from tauproxy.errors import CassetteError
-from tauproxy.store.format import CALLS_FILE, CassetteProblem
+from tauproxy.store.format import CALLS_FILE, BlobLine, CassetteProblem, MsgLine
 from tauproxy.store.index import CassetteIndex, FileState, StaleIndex, index_dir_for
 from tauproxy.store.locking import fsync_dir, locked
 
@@ -103,11 +103,12 @@ class IndexedFile:
             self._open_index(state)
         self.refresh(state.size)
 
-    def synced_to(self, state: FileState) -> None:
-        """The file grew to `state.size` by an append of ours: index it (reopened if the index failed)."""
+    def synced_to(self, state: FileState, written: Mapping[bytes, MsgLine | BlobLine] | None = None) -> None:
+        """The file grew to `state.size` by an append of ours: index it (reopened if the index failed).
+        `written`: the content lines of that append, parsed (IndexBuilder.sync)."""
         idx = self.index()
         try:
-            idx.sync(state.size)
+            idx.sync(state.size, written)
         except (StaleIndex, sqlite3.DatabaseError):
             self._close_index()
         if self._idx is None:

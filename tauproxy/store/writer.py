@@ -37,6 +37,8 @@ from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.format import (
     CALLS_FILE,
     REF_LEN,
+    BlobLine,
+    MsgLine,
     encode_blob_text,
     encode_call,
     encode_msg_text,
@@ -142,17 +144,20 @@ class CassetteWriter:
         pending.prefetch([parts for _, parts in batch])
         written: list[CassetteEntry] = []
         lines: list[str] = []
+        content: dict[bytes, MsgLine | BlobLine] = {}  # the content lines, as the index reads them
         for entry, parts in batch:
             refs = Refs(pending)
             written.append(refs.resolve(entry, parts))
             lines += refs.lines(parts)
+            content.update(refs.content_lines(parts))
             lines.append(encode_call(written[-1]))
             pending.add(refs)
         payload = "".join(lines).encode("utf-8")
         if stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
             payload = b"\n" + payload  # a crash cut the last line: never glue onto it
         _write_all(fd, payload)
-        self._file.synced_to(FileState(stat.st_dev, stat.st_ino, stat.st_size + len(payload)))
+        # Indexed from the file as any append is, without parsing again the content lines just made.
+        self._file.synced_to(FileState(stat.st_dev, stat.st_ino, stat.st_size + len(payload)), content)
         return written
 
 
@@ -290,6 +295,19 @@ class Refs:
             }
         )
         return entry.model_copy(update={"request": request, "response": response})
+
+    def content_lines(self, parts: StoredParts) -> dict[bytes, MsgLine | BlobLine]:
+        """The message and blob lines `lines` writes, by their bytes (no newline), as parse_line reads
+        them: the full hash of each text, and the text."""
+        found: dict[bytes, MsgLine | BlobLine] = {}
+        for kind, ref, full in self.new_content:
+            if kind == MSG:
+                text = parts.messages[full]
+                found[encode_msg_text(ref, text)[:-1].encode()] = MsgLine(full, text)
+            else:
+                text = parts.blobs[full]
+                found[encode_blob_text(ref, text)[:-1].encode()] = BlobLine(full, text)
+        return found
 
     def lines(self, parts: StoredParts) -> list[str]:
         lines = [encode_msg_text(ref, text) for ref, text in self.messages]
