@@ -23,6 +23,10 @@ Durability and locking policy:
   messages and chain nodes are not in the file. A call also dedups against the calls before it in
   its batch (`BatchQuery`), so content two of them bring is written once. After the append the
   index catches up again.
+- Cost per call: the request is canonicalised and each message encoded once (stored_parts; its key
+  is checked from those texts); the index is asked about a batch's references in one query per
+  kind; and the content lines just written reach the index parsed, so catching up reads the file
+  but does not parse them again.
 """
 
 from __future__ import annotations
