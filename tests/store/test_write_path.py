@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from recordings import recording
 
-from tauproxy.data_model.key import canonical_request, request_key
+from tauproxy.data_model.key import canonical_json, canonical_request, request_key
 from tauproxy.errors import CassetteError
 from tauproxy.store.cassette import Cassette
-from tauproxy.store.format import BlobLine, MsgLine, parse_line, short_ref
+from tauproxy.store.format import BlobLine, MsgLine, encode_node, parse_line, short_ref
 from tauproxy.store.index_db import MSG
 from tauproxy.store.indexed_file import IndexedFile
 from tauproxy.store.wire_form import stored_parts
@@ -90,3 +90,8 @@ def test_find_many_answers_as_find(tmp_path: Path) -> None:
     query.recent.clear()
     assert many == {ref: query.find(MSG, ref) for ref in refs}
     assert any(found is not None for found in many.values()) and any(found is None for found in many.values())
+
+
+def test_node_lines_written_directly_are_canonical_json() -> None:
+    for parent, message in [(None, "ab" * 8), ("cd" * 8, "ab" * 32), ("not hex", "ab" * 8), (None, "é")]:
+        assert encode_node(parent, message) == canonical_json({"t": "node", "p": parent, "m": message}) + "\n"
