@@ -46,7 +46,7 @@ import hashlib
 import json
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,6 +210,16 @@ def request_key(wire: dict[str, Any]) -> str:
     for message in wire.get("messages") or []:
         hasher = hasher.then(canonical_json(canonical_message(message)))
     return _finish(hasher, wire, _tools_text(wire.get("tools")))
+
+
+def canonical_key(canonical: dict[str, Any], message_texts: Sequence[str], tools_text: str | None) -> str:
+    """request_key of a request already in canonical_request's form, given canonical_json of each of
+    its messages and of its tools: the same key (KeyHasher, request_key's one definition) from texts
+    a writer makes anyway, so a recorded call is not canonicalised and encoded a second time."""
+    hasher = KeyHasher()
+    for text in message_texts:
+        hasher = hasher.then(text)
+    return hasher.key(canonical["model"], canonical["params"], canonical["tool_choice"], tools_text)
 
 
 def _finish(hasher: KeyHasher, wire: dict[str, Any], tools_text: str | None) -> str:

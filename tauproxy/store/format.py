@@ -221,7 +221,11 @@ def encode_blob_text(digest: str, text: str) -> str:
 
 
 def encode_node(parent: str | None, message: str) -> str:
-    """A v4 node line: no `h`, the node is named by node_hash(parent, message)."""
+    """A v4 node line: no `h`, the node is named by node_hash(parent, message). For hex references
+    (every node a writer makes) the canonical JSON is written out directly, as node_hash does."""
+    if _HEX.fullmatch(message) and (parent is None or _HEX.fullmatch(parent)):
+        previous = "null" if parent is None else f'"{parent}"'
+        return f'{{"m":"{message}","p":{previous},"t":"node"}}\n'
     return canonical_json({"t": "node", "p": parent, "m": message}) + "\n"
 
 

@@ -36,11 +36,12 @@ from __future__ import annotations
 import os
 import sqlite3
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from filelock import FileLock
 
-from tauproxy.store.format import CassetteProblem
+from tauproxy.store.format import BlobLine, CassetteProblem, MsgLine
 from tauproxy.store.index_build import IndexBuilder
 from tauproxy.store.index_db import (
     INDEX_DIR,
@@ -135,9 +136,10 @@ class CassetteIndex:
     def close(self) -> None:
         self.query.db.close()
 
-    def sync(self, size: int) -> None:
-        """Index the complete lines between what is covered and `size` (bytes known complete)."""
-        self._builder.sync(size)
+    def sync(self, size: int, written: Mapping[bytes, MsgLine | BlobLine] | None = None) -> None:
+        """Index the complete lines between what is covered and `size` (bytes known complete);
+        `written`: content lines just appended, already parsed (IndexBuilder.sync)."""
+        self._builder.sync(size, written)
         self.state = FileState(self.state.dev, self.state.ino, max(size, self.state.size))
 
     def problems(self) -> list[CassetteProblem]:

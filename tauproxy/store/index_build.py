@@ -9,6 +9,7 @@ the key of each v4 call line is derived as it resolves (index_keys.py).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from tauproxy.data_model.key import sample_key
@@ -51,9 +52,15 @@ class IndexBuilder:
         self._content_rows: list[tuple[Any, ...]] = []
         self._call_rows: list[tuple[Any, ...]] = []
         self._unflushed_sks: set[bytes] = set()
+        self._written: Mapping[bytes, MsgLine | BlobLine] = {}
 
-    def sync(self, size: int) -> None:
-        """Index the complete lines between what is covered and `size` (bytes known complete)."""
+    def sync(self, size: int, written: Mapping[bytes, MsgLine | BlobLine] | None = None) -> None:
+        """Index the complete lines between what is covered and `size` (bytes known complete).
+
+        `written`: content lines a writer just appended, by their bytes, as parse_line reads them;
+        a line found with exactly those bytes is not parsed again (its text was hashed into its
+        reference by the writer that made both)."""
+        self._written = written or {}
         db = self._query.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -99,6 +106,7 @@ class IndexBuilder:
             self._query.unflushed.clear()
             self._unflushed_sks.clear()
             self._bulk = False
+            self._written = {}
 
     def _index_range(self, start: int, size: int, lines: int) -> tuple[int, int]:
         """Index every complete line in [start, size); returns the end of the last one and the line count."""
@@ -186,7 +194,7 @@ class IndexBuilder:
         if not raw.strip():
             return
         try:
-            line = parse_line(raw)
+            line = self._written.get(raw) or parse_line(raw)
         except CassetteError as exc:
             raise CassetteError(f"{self._query.calls_file}:{number}: {exc}") from None
         except ValueError as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from tauproxy.errors import CassetteError
@@ -31,6 +31,7 @@ RECENT = 20_000  # resolved references remembered (bounded, so memory stays flat
 # A replay miss ranks at most this many recorded calls to find the nearest one: those sharing the
 # most of its message chain, then its task and trial, then its model, the latest first.
 NEAR_LIMIT = 256
+_MANY = 500  # references asked in one query by find_many (under SQLite's 999 parameters)
 # The winning line of each sample key (the last usable one).
 WINNER = "seq = (SELECT MAX(seq) FROM calls d WHERE d.sk = c.sk AND d.ok = 1)"
 
@@ -76,6 +77,36 @@ class IndexQuery:
         found = matches[0]
         if found.depth is not None:
             self.remember((kind, ref), found)
+        return found
+
+    def find_many(self, kind: int, refs: Collection[str]) -> dict[str, Located | str | None]:
+        """`find` of each short reference in `refs` (REF_LEN digits), with one query for all of those
+        that are neither remembered nor clashed (those take `find`'s own path)."""
+        found: dict[str, Located | str | None] = {}
+        asked: dict[int, str] = {}
+        for ref in refs:
+            if len(ref) != REF_LEN or (self.clashed and (kind, ref_int(ref)) in self.clashed):
+                found[ref] = self.find(kind, ref)
+            elif (kind, ref) in self.recent or (kind, ref) in self.unflushed:
+                found[ref] = self.recent.get((kind, ref)) or self.unflushed[(kind, ref)]
+            else:
+                asked[ref_int(ref)] = ref
+                found[ref] = None  # unless a row says otherwise, below
+        for start in range(0, len(asked), _MANY):
+            part = list(asked)[start : start + _MANY]
+            rows = self.db.execute(
+                "SELECT full, off, len, line, parent, message, depth, r FROM content "
+                f"WHERE kind = ? AND r IN ({','.join('?' * len(part))})",
+                (kind, *part),
+            ).fetchall()
+            for row in rows:
+                ref = asked[row[7]]
+                full = row[0].hex()
+                if ref_matches(full, ref):  # (content holds one row per reference: no clash here)
+                    located = Located(full, *row[1:7])
+                    found[ref] = located
+                    if located.depth is not None:
+                        self.remember((kind, ref), located)
         return found
 
     def read_line(self, off: int, length: int) -> bytes:

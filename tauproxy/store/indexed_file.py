@@ -12,12 +12,12 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tauproxy.errors import CassetteError
-from tauproxy.store.format import CALLS_FILE, CassetteProblem
+from tauproxy.store.format import CALLS_FILE, BlobLine, CassetteProblem, MsgLine
 from tauproxy.store.index import CassetteIndex, FileState, StaleIndex, index_dir_for
 from tauproxy.store.locking import fsync_dir, locked
 
@@ -39,6 +39,7 @@ class IndexedFile:
         self._index_dir = index_dir
         self._idx: CassetteIndex | None = None
         self._fd: int | None = None
+        self._refreshed: tuple[CassetteIndex, int, list[Any]] | None = None  # what the last refresh saw
 
     @staticmethod
     def create(directory: Path) -> None:
@@ -102,11 +103,12 @@ class IndexedFile:
             self._open_index(state)
         self.refresh(state.size)
 
-    def synced_to(self, state: FileState) -> None:
-        """The file grew to `state.size` by an append of ours: index it (reopened if the index failed)."""
+    def synced_to(self, state: FileState, written: Mapping[bytes, MsgLine | BlobLine] | None = None) -> None:
+        """The file grew to `state.size` by an append of ours: index it (reopened if the index failed).
+        `written`: the content lines of that append, parsed (IndexBuilder.sync)."""
         idx = self.index()
         try:
-            idx.sync(state.size)
+            idx.sync(state.size, written)
         except (StaleIndex, sqlite3.DatabaseError):
             self._close_index()
         if self._idx is None:
@@ -149,6 +151,7 @@ class IndexedFile:
             self._close_index()
 
     def _close_index(self) -> None:
+        self._refreshed = None
         if self._idx is not None:
             self._idx.close()
             self._idx = None
@@ -157,9 +160,17 @@ class IndexedFile:
             self._fd = None
 
     def refresh(self, size: int) -> None:
-        """Take the problems and the sample count from the index, now that it covers `size` bytes."""
-        self.generation += 1
+        """Take the problems and the sample count from the index, now that it covers `size` bytes.
+
+        Nothing to take when the same index says what it said at the last refresh, for the same
+        size (a writer's catch-up before its append, when no other process appended): then the
+        generation stays too, and the reader's caches with it."""
         idx = self.index()
+        seen = (idx, size, idx.query.db.execute("SELECT k, v FROM meta ORDER BY k").fetchall())
+        if self._refreshed is not None and self._refreshed[0] is idx and self._refreshed[1:] == seen[1:]:
+            return
+        self._refreshed = seen
+        self.generation += 1
         problems = idx.problems()
         covered = idx.query.covered()
         if size > covered:  # a last line with no newline: cut off, or being written by another process

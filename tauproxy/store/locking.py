@@ -50,11 +50,25 @@ def cassette_lock(directory: Path) -> FileLock:
     )
 
 
+# The lock of each cassette directory this process has locked, by the path it was named by: a
+# writer locks once per commit, and resolving the path, finding the singleton lock and making sure
+# of the private directory every time cost more than taking the lock. (Once made, the private
+# directory stays: should it be removed, filelock makes it again, and the next index built there
+# writes its `.gitignore`.)
+_LOCKS: dict[Path, FileLock] = {}
+
+
 @contextmanager
 def locked(directory: Path, *, read_only_ok: bool = False) -> Iterator[None]:
     """Hold the cassette's file lock; `read_only_ok` proceeds unlocked where no lock file can exist."""
-    lock = cassette_lock(directory)
-    acquired = _acquire(lock, directory, read_only_ok)
+    lock = _LOCKS.get(directory)
+    if lock is None:
+        lock = cassette_lock(directory)
+        acquired = _acquire(lock, directory, read_only_ok)
+        if acquired:
+            _LOCKS[directory] = lock
+    else:
+        acquired = _acquire(lock, directory, read_only_ok, made=True)
     try:
         yield
     finally:
@@ -62,9 +76,10 @@ def locked(directory: Path, *, read_only_ok: bool = False) -> Iterator[None]:
             lock.release()
 
 
-def _acquire(lock: FileLock, directory: Path, read_only_ok: bool) -> bool:
+def _acquire(lock: FileLock, directory: Path, read_only_ok: bool, made: bool = False) -> bool:
     try:
-        private_dir(directory.resolve())
+        if not made:
+            private_dir(directory.resolve())
         lock.acquire()
     except Timeout:
         raise CassetteError(

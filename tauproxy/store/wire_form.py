@@ -7,6 +7,7 @@ of their inputs: no file, no index.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -17,12 +18,10 @@ from tauproxy.data_model.key import (
     EXCLUDED_PARAMS,
     STRUCTURAL_FIELDS,
     SampleIdentity,
-    blob_hash,
     canonical_json,
+    canonical_key,
     canonical_message,
     canonical_request,
-    message_hash,
-    request_key,
 )
 from tauproxy.data_model.key import sample_key as make_sample_key
 from tauproxy.data_model.wire import completion_body, in_wire_order
@@ -62,9 +61,11 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def check_identity(wire: dict[str, Any], identity: SampleIdentity) -> None:
-    # An entry filed under a key its request does not hash to could never be replayed.
-    if request_key(wire) != identity.key:
+def check_identity(key: str, identity: SampleIdentity) -> None:
+    """Refuse an identity whose key is not `key` (the request's, from stored_parts) or whose sample key
+    does not follow from it: an entry filed under a key its request does not hash to could never be
+    replayed."""
+    if key != identity.key:
         raise CassetteError(f"refusing to record: key {identity.key[:12]} is not the key of this request")
     scope = identity.scope
     expected = make_sample_key(identity.key, identity.seed, scope.task_id, scope.trial, identity.occurrence)
@@ -98,6 +99,7 @@ class StoredParts:
     messages: dict[str, str]  # hash -> canonical JSON text, every message of the request and the reply
     blobs: dict[str, str]  # hash -> canonical JSON text
     message_order: list[str]  # the request's message hashes, first message first
+    key: str  # the request key (key.canonical_key of the same texts): checked against the call's identity
 
 
 def stored_parts(
@@ -111,23 +113,33 @@ def stored_parts(
     `raw_body` (Completion.raw_body) is kept as a blob whose value is that text, so it is answered
     byte for byte, with its `content_type` (Completion.content_type)."""
     choice, reply = reply_of(response_body)
-    hashes = [message_hash(m) for m in canonical["messages"]]
-    messages = {digest: canonical_json(m) for digest, m in zip(hashes, canonical["messages"], strict=True)}
-    reply_hash = message_hash(reply)
-    messages.setdefault(reply_hash, canonical_json(reply))
+    # Each message and the tools encoded once: their texts are what is written, what is hashed into
+    # their references, and what the request key is hashed from (canonical_request's output is
+    # canonical already, so canonical_json of it is key.message_hash's text).
+    texts = [canonical_json(m) for m in canonical["messages"]]
+    hashes = [_sha256(text) for text in texts]
+    messages = dict(zip(hashes, texts, strict=True))
+    reply_text = canonical_json(reply)
+    reply_hash = _sha256(reply_text)
+    messages.setdefault(reply_hash, reply_text)
     tools = canonical["tools"]
-    blobs = {blob_hash(tools): canonical_json(tools)} if tools is not None else {}
+    tools_text = canonical_json(tools) if tools is not None else None
+    tools_hash = _sha256(tools_text) if tools_text is not None else None
+    blobs = {tools_hash: tools_text} if tools_hash is not None and tools_text is not None else {}
     raw = raw_reply(choice, reply)
-    raw_hash = blob_hash(raw) if raw is not None else None
-    if raw is not None and raw_hash is not None:
-        blobs[raw_hash] = canonical_json(raw)
-    body_hash = blob_hash(raw_body) if raw_body is not None else None
-    if raw_body is not None and body_hash is not None:
-        blobs[body_hash] = canonical_json(raw_body)
+    raw_hash = body_hash = None
+    if raw is not None:
+        raw_text = canonical_json(raw)
+        raw_hash = _sha256(raw_text)
+        blobs[raw_hash] = raw_text
+    if raw_body is not None:
+        body_text = canonical_json(raw_body)
+        body_hash = _sha256(body_text)
+        blobs[body_hash] = body_text
     request = StoredRequest(
         model=canonical["model"],
         chain=None,  # set by refs.Refs.resolve: the references depend on what the cassette holds
-        tools=blob_hash(tools) if tools is not None else None,
+        tools=tools_hash,
         tool_choice=canonical["tool_choice"],
         params=canonical["params"],
     )
@@ -141,7 +153,11 @@ def stored_parts(
         response_model=response_body.get("model"),
         created=response_body.get("created"),
     )
-    return StoredParts(request, response, messages, blobs, hashes)
+    return StoredParts(request, response, messages, blobs, hashes, canonical_key(canonical, texts, tools_text))
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()  # key.blob_hash of the value `text` encodes
 
 
 def raw_reply(choice: dict[str, Any], canonical: dict[str, Any]) -> dict[str, Any] | None:

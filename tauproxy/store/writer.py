@@ -23,6 +23,10 @@ Durability and locking policy:
   messages and chain nodes are not in the file. A call also dedups against the calls before it in
   its batch (`BatchQuery`), so content two of them bring is written once. After the append the
   index catches up again.
+- Cost per call: the request is canonicalised and each message encoded once (stored_parts; its key
+  is checked from those texts); the index is asked about a batch's references in one query per
+  kind; and the content lines just written reach the index parsed, so catching up reads the file
+  but does not parse them again.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.format import (
     CALLS_FILE,
     REF_LEN,
+    BlobLine,
+    MsgLine,
     encode_blob_text,
     encode_call,
     encode_msg_text,
@@ -85,8 +91,8 @@ class CassetteWriter:
         wire = flat_wire(recording.wire)
         canonical = secret_free(wire)
         identity = recording.identity
-        check_identity(wire, identity)
         parts = stored_parts(canonical, recording.response_body, recording.raw_body, recording.content_type)
+        check_identity(parts.key, identity)
         entry = CassetteEntry(
             key=identity.key,
             sample_key=identity.sample_key,
@@ -139,19 +145,23 @@ class CassetteWriter:
         self._file.load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
         # Each call of the batch dedups against the file and against the calls before it in the batch.
         pending = BatchQuery(self._file.index().query)
+        pending.prefetch([parts for _, parts in batch])
         written: list[CassetteEntry] = []
         lines: list[str] = []
+        content: dict[bytes, MsgLine | BlobLine] = {}  # the content lines, as the index reads them
         for entry, parts in batch:
             refs = Refs(pending)
             written.append(refs.resolve(entry, parts))
             lines += refs.lines(parts)
+            content.update(refs.content_lines(parts))
             lines.append(encode_call(written[-1]))
             pending.add(refs)
         payload = "".join(lines).encode("utf-8")
         if stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
             payload = b"\n" + payload  # a crash cut the last line: never glue onto it
         _write_all(fd, payload)
-        self._file.synced_to(FileState(stat.st_dev, stat.st_ino, stat.st_size + len(payload)))
+        # Indexed from the file as any append is, without parsing again the content lines just made.
+        self._file.synced_to(FileState(stat.st_dev, stat.st_ino, stat.st_size + len(payload)), content)
         return written
 
 
@@ -167,9 +177,32 @@ class BatchQuery:
     def __init__(self, query: IndexQuery) -> None:
         self._query = query
         self._queued: dict[tuple[int, str], Located] = {}
+        # What the index answered, by (kind, reference): the file is locked and the index caught up
+        # for the whole batch, so an answer (a miss too) holds until the append.
+        self._stored: dict[tuple[int, str], Located | str | None] = {}
+
+    def prefetch(self, batch: Sequence[StoredParts]) -> None:
+        """Ask the index about every short reference `batch` will look up, one query per kind,
+        instead of one query per message, blob and node (a reference named otherwise, as after a
+        clash, is still asked on its own)."""
+        wanted: dict[int, set[str]] = {MSG: set(), BLOB: set(), NODE: set()}
+        for parts in batch:
+            messages = [short_ref(digest) for digest in [*parts.message_order, parts.response.message]]
+            wanted[MSG].update(messages)
+            wanted[BLOB].update(short_ref(digest) for digest in parts.blobs)
+            parent: str | None = None
+            for message in messages[:-1]:
+                parent = short_ref(node_hash(parent, message))
+                wanted[NODE].add(parent)
+        for kind, refs in wanted.items():
+            for ref, found in self._query.find_many(kind, refs).items():
+                self._stored[(kind, ref)] = found
 
     def find(self, kind: int, ref: str) -> Located | str | None:
-        found = self._query.find(kind, ref)
+        if (kind, ref) in self._stored:
+            found = self._stored[(kind, ref)]
+        else:
+            found = self._stored[(kind, ref)] = self._query.find(kind, ref)
         if found is not None:
             return found
         queued = self._queued.get((kind, ref))
@@ -266,6 +299,19 @@ class Refs:
             }
         )
         return entry.model_copy(update={"request": request, "response": response})
+
+    def content_lines(self, parts: StoredParts) -> dict[bytes, MsgLine | BlobLine]:
+        """The message and blob lines `lines` writes, by their bytes (no newline), as parse_line reads
+        them: the full hash of each text, and the text."""
+        found: dict[bytes, MsgLine | BlobLine] = {}
+        for kind, ref, full in self.new_content:
+            if kind == MSG:
+                text = parts.messages[full]
+                found[encode_msg_text(ref, text)[:-1].encode()] = MsgLine(full, text)
+            else:
+                text = parts.blobs[full]
+                found[encode_blob_text(ref, text)[:-1].encode()] = BlobLine(full, text)
+        return found
 
     def lines(self, parts: StoredParts) -> list[str]:
         lines = [encode_msg_text(ref, text) for ref, text in self.messages]

@@ -1,0 +1,97 @@
+"""The writer's shortcuts say what the slow path would: the content lines it hands the index parse
+to what it says, its one query per kind answers as `find` does, and the key it checks is request_key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from recordings import recording
+
+from tauproxy.data_model.key import canonical_json, canonical_request, request_key
+from tauproxy.errors import CassetteError
+from tauproxy.store.cassette import Cassette
+from tauproxy.store.format import BlobLine, MsgLine, encode_node, parse_line, short_ref
+from tauproxy.store.index_db import MSG
+from tauproxy.store.indexed_file import IndexedFile
+from tauproxy.store.wire_form import stored_parts
+
+TOOLS = [{"type": "function", "function": {"name": "look", "description": None, "parameters": {"b": 1, "a": [2.5]}}}]
+
+
+def awkward_request(index: int) -> dict[str, Any]:
+    """Unicode, floats, nulls to drop, tool-call arguments as text and unsorted keys."""
+    return {
+        "model": "m",
+        "tools": TOOLS,
+        "temperature": 0.7,
+        "messages": [
+            {"role": "system", "content": "politique: répondre «exactement» ☃", "name": None},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"c{index}", "function": {"name": "look", "arguments": '{"z": 1e-7, "a": 1}'}}],
+            },
+            {"role": "tool", "tool_call_id": f"c{index}", "content": '{"x": [1, 2.0, null]}'},
+            {"role": "user", "content": f'turn {index} \u2028 \\ " end'},
+        ],
+    }
+
+
+def answer(index: int) -> dict[str, Any]:
+    message = {"content": f"réponse {index}", "role": "assistant", "refusal": None, "extra": {"b": 1.10, "a": None}}
+    return {"id": f"r{index}", "model": "m-1", "choices": [{"message": message, "finish_reason": "stop"}]}
+
+
+def test_content_lines_handed_to_the_index_are_what_parsing_them_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handed: list[dict[bytes, MsgLine | BlobLine]] = []
+    synced_to = IndexedFile.synced_to
+
+    def spy(self: IndexedFile, state: Any, written: Any = None) -> None:
+        handed.append(dict(written or {}))
+        synced_to(self, state, written)
+
+    monkeypatch.setattr(IndexedFile, "synced_to", spy)
+    cassette = Cassette.open(tmp_path / "c")
+    for index in range(3):
+        cassette.record(recording(awkward_request(index), answer(index), call_index=index))
+    assert handed and all(handed) and sum(len(lines) for lines in handed) >= 6
+    for lines in handed:
+        for raw, line in lines.items():
+            assert parse_line(raw) == line
+    reopened = Cassette.open(tmp_path / "c", fresh_index=True)  # built from the file alone
+    assert reopened.problems == [] and len(reopened) == 3
+    assert [e.sample_key for e in reopened.entries()] == [e.sample_key for e in cassette.entries()]
+
+
+def test_stored_parts_key_is_request_key() -> None:
+    for index in range(3):
+        wire = awkward_request(index)
+        assert stored_parts(canonical_request(wire), answer(index)).key == request_key(wire)
+
+
+def test_a_wrong_key_is_still_refused(tmp_path: Path) -> None:
+    cassette = Cassette.open(tmp_path / "c")
+    with pytest.raises(CassetteError, match="is not the key of this request"):
+        cassette.record(recording(awkward_request(0), answer(0), key="0" * 64))
+
+
+def test_find_many_answers_as_find(tmp_path: Path) -> None:
+    cassette = Cassette.open(tmp_path / "c")
+    cassette.record(recording(awkward_request(0), answer(0)))
+    query = cassette.reader._file.index().query
+    parts = stored_parts(canonical_request(awkward_request(1)), answer(1))
+    refs = {short_ref(digest) for digest in parts.messages} | {"0" * 16}
+    query.recent.clear()
+    many = query.find_many(MSG, refs)
+    query.recent.clear()
+    assert many == {ref: query.find(MSG, ref) for ref in refs}
+    assert any(found is not None for found in many.values()) and any(found is None for found in many.values())
+
+
+def test_node_lines_written_directly_are_canonical_json() -> None:
+    for parent, message in [(None, "ab" * 8), ("cd" * 8, "ab" * 32), ("not hex", "ab" * 8), (None, "é")]:
+        assert encode_node(parent, message) == canonical_json({"t": "node", "p": parent, "m": message}) + "\n"
