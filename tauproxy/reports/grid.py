@@ -45,18 +45,21 @@ class GridRow(BaseModel):
     trials: list[GridCell]
 
 
+def grid_cell(run: SimulationRun) -> GridCell:
+    """One trial's cell of the grid."""
+    return GridCell(
+        trial=run.trial,
+        seed=run.seed,
+        success=is_success(run),
+        source=call_source(run),
+        reward=run.reward_info.reward if run.reward_info else None,
+        termination_reason=run.termination_reason.value,
+        excluded=run.termination_reason in EXCLUDED_TERMINATIONS,
+    )
+
+
 def trial_grid(runs: list[SimulationRun], task_order: list[str]) -> list[GridRow]:
     rows: OrderedDict[str, list[GridCell]] = OrderedDict((task_id, []) for task_id in task_order)
     for run in sorted(runs, key=lambda r: r.trial):
-        rows.setdefault(run.task_id, []).append(
-            GridCell(
-                trial=run.trial,
-                seed=run.seed,
-                success=is_success(run),
-                source=call_source(run),
-                reward=run.reward_info.reward if run.reward_info else None,
-                termination_reason=run.termination_reason.value,
-                excluded=run.termination_reason in EXCLUDED_TERMINATIONS,
-            )
-        )
+        rows.setdefault(run.task_id, []).append(grid_cell(run))
     return [GridRow(task_id=task_id, trials=cells) for task_id, cells in rows.items() if cells]

@@ -13,7 +13,7 @@ from collections import Counter, OrderedDict
 from tauproxy.data_model.result import SimulationRun
 from tauproxy.data_model.task import RewardType
 from tauproxy.reports.costs import CostAdder, CostSummary
-from tauproxy.reports.grid import GridCell, GridRow, call_source
+from tauproxy.reports.grid import GridCell, GridRow, grid_cell
 from tauproxy.reports.metrics import (
     BASIS_ORDER,
     EXCLUDED_TERMINATIONS,
@@ -53,15 +53,7 @@ class RunTally:
             breakdown = run.reward_info.reward_breakdown if run.reward_info else None
             for basis, value in (breakdown or {}).items():
                 self._bases.setdefault(RewardType(basis), []).append(value)
-        cell = GridCell(
-            trial=run.trial,
-            seed=run.seed,
-            success=is_success(run),
-            source=call_source(run),
-            reward=run.reward_info.reward if run.reward_info else None,
-            termination_reason=run.termination_reason.value,
-            excluded=excluded,
-        )
+        cell = grid_cell(run)
         self._cells.setdefault(run.task_id, []).append((run.trial, self.trials, cell))
         self._calls.update(call.source for call in run.calls)
         self._costs.add(run)
