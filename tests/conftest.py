@@ -172,6 +172,27 @@ def strip_volatile(value: Any) -> Any:
     return value
 
 
+def oracle_run_args(
+    domain: str,
+    api_base: str,
+    cassette: Path,
+    mode: str,
+    save_to: Path,
+    *,
+    num_tasks: int,
+    num_trials: int,
+    llm_args: dict[str, Any] | None = None,
+) -> list[str]:
+    """`tauproxy run` of a τ² domain with the τ² oracle (tests/tau2bench/tau2_oracle.py) as agent and user."""
+    args = json.dumps({"api_base": api_base, "temperature": 0, **(llm_args or {})})
+    return [
+        *("run", "--domain", domain, "--agent-llm", "openai/oracle-e40", "--user-llm", "openai/oracle-user"),
+        *("--agent-llm-args", args, "--user-llm-args", args),
+        *("--num-trials", str(num_trials), "--num-tasks", str(num_tasks)),
+        *("--cassette", str(cassette), "--record-mode", mode, "--save-to", str(save_to)),
+    ]
+
+
 def load_stripped(path: Path) -> Any:
     return strip_volatile(json.loads(path.read_text()))
 

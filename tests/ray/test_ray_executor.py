@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TAU2_LITELLM_SETTER, TESTS_DIR, invoke_cli, load_stripped, report_json, run_cli
+from conftest import TAU2_LITELLM_SETTER, TESTS_DIR, invoke_cli, load_stripped, oracle_run_args, report_json, run_cli
 
 from tauproxy.runner.ray_slots import LiveSlots
 from tauproxy.store.cassette import Cassette
@@ -339,30 +339,8 @@ def tau2_here() -> Iterator[None]:
 
 def tau2_run_args(api_base: str, cassette: Path, mode: str, save_to: Path) -> list[str]:
     # The key in the args, not only in the environment: workers of a joined cluster do not see the driver's.
-    args = json.dumps({"api_base": api_base, "temperature": 0, "api_key": "sk-unused"})
-    return [
-        "run",
-        "--domain",
-        "tau2/mock",
-        "--agent-llm",
-        "openai/oracle-e40",
-        "--user-llm",
-        "openai/oracle-user",
-        "--agent-llm-args",
-        args,
-        "--user-llm-args",
-        args,
-        "--num-trials",
-        "2",
-        "--num-tasks",
-        "4",
-        "--cassette",
-        str(cassette),
-        "--record-mode",
-        mode,
-        "--save-to",
-        str(save_to),
-    ]
+    key = {"api_key": "sk-unused"}
+    return oracle_run_args("tau2/mock", api_base, cassette, mode, save_to, num_tasks=4, num_trials=2, llm_args=key)
 
 
 def tau2_comparable(path: Path) -> dict[str, Any]:

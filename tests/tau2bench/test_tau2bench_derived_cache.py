@@ -5,13 +5,12 @@ reads equals what τ² builds (the catalog's content hash, τ²'s own hash of ea
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import invoke_cli, load_stripped
+from conftest import invoke_cli, load_stripped, oracle_run_args
 from litellm_globals import litellm_as_it_was  # noqa: F401  (the fixture, used by name)
 
 from tauproxy.derived_cache import CACHE_DIR_ENV
@@ -43,30 +42,9 @@ def fresh_memos() -> Iterator[None]:
 
 
 def _run(api_base: str, cassette: Path, mode: str, save_to: Path, cache: str) -> Any:
-    args = json.dumps({"api_base": api_base, "temperature": 0})
     forget_in_process()
     invoke_cli(
-        "run",
-        "--domain",
-        "tau2/airline",
-        "--agent-llm",
-        "openai/oracle-e40",
-        "--user-llm",
-        "openai/oracle-user",
-        "--agent-llm-args",
-        args,
-        "--user-llm-args",
-        args,
-        "--num-trials",
-        "1",
-        "--num-tasks",
-        "3",
-        "--cassette",
-        str(cassette),
-        "--record-mode",
-        mode,
-        "--save-to",
-        str(save_to),
+        *oracle_run_args("tau2/airline", api_base, cassette, mode, save_to, num_tasks=3, num_trials=1),
         env={"OPENAI_API_KEY": "sk-unused", CACHE_DIR_ENV: cache},
     )
     run = load_stripped(save_to / "results.json")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import invoke_cli, load_stripped, report_json
+from conftest import invoke_cli, load_stripped, oracle_run_args, report_json
 from litellm_globals import litellm_as_it_was, tau2_in_process  # noqa: F401  (the fixtures, used by name)
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -74,29 +74,8 @@ def record_and_replay(domain: str, num_tasks: int, tmp_path: Path) -> Path:
 def _run(
     domain: str, num_tasks: int, api_base: str, cassette: Path, mode: str, save_to: Path
 ) -> subprocess.CompletedProcess[str]:
-    args = json.dumps({"api_base": api_base, "temperature": 0})
     return invoke_cli(
-        "run",
-        "--domain",
-        domain,
-        "--agent-llm",
-        "openai/oracle-e40",
-        "--user-llm",
-        "openai/oracle-user",
-        "--agent-llm-args",
-        args,
-        "--user-llm-args",
-        args,
-        "--num-trials",
-        "2",
-        "--num-tasks",
-        str(num_tasks),
-        "--cassette",
-        str(cassette),
-        "--record-mode",
-        mode,
-        "--save-to",
-        str(save_to),
+        *oracle_run_args(domain, api_base, cassette, mode, save_to, num_tasks=num_tasks, num_trials=2),
         env={"OPENAI_API_KEY": "sk-unused"},
         check=False,
     )
