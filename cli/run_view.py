@@ -8,8 +8,10 @@ unit: rich only draws the line.
 
 from __future__ import annotations
 
+import functools
 import gc
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -129,10 +131,11 @@ def _clock(seconds: float) -> str:
 def run_with_progress(config: RunConfig, json_output: bool, fail_on_budget: bool = False, full: bool = False) -> int:
     """Run with a progress bar, print the summary (the task grid and per-task table only with `full`)
     and what stopped the run; the exit code to use."""
+    announce: Callable[[], None] | None = None
     if goes_live(config) and any(not model.startswith(IN_PROCESS) for model in _models(config)):
         # The preflight and the first live call import litellm: without this line the bar sits at 0/N.
-        note("checking the models (litellm loads once, about 5 s) ...")
-    prepared = prepare(config)
+        announce = functools.partial(note, "checking the models (litellm loads once, about 5 s) ...")
+    prepared = prepare(config, before_preflight=announce)
     # What is loaded by now (modules, the domain, a τ² domain's whole database) lives as long as this
     # process: frozen, the garbage collector stops re-scanning it during the trials (airline 50 x 4
     # strict replay: 15% less time). Only here, in the CLI's short process, never in the library.

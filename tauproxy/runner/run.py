@@ -115,9 +115,13 @@ def check_models(config: RunConfig, tasks: list[Task]) -> None:
         check_model(role, model.model, model.connection(), live)
 
 
-def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
+def prepare(
+    config: RunConfig, preflight: bool = True, before_preflight: Callable[[], None] | None = None
+) -> PreparedRun:
     """Check and load everything a run needs. `preflight=False` skips the model checks, for callers
-    that plan a run without making a call (estimate)."""
+    that plan a run without making a call (estimate). `before_preflight` is called once the cheap
+    checks (flags, domain, tasks) have passed and just before the models are checked, which may take
+    seconds: the CLI says so there, and not before a one-line refusal of the domain."""
     check_replay_has_cassette(config)
     if config.agent_impl:
         load_agent_factory(config.agent_impl)  # fail before the first trial, not inside it
@@ -127,6 +131,8 @@ def prepare(config: RunConfig, preflight: bool = True) -> PreparedRun:
     tasks = select_tasks(pack, config)
     check_trial_plan(config, len(tasks))  # before anything per trial is built
     if preflight:
+        if before_preflight is not None:
+            before_preflight()
         check_models(config, tasks)
     if config.cassette is not None and config.record_mode != RecordMode.OFF and goes_live(config):
         check_writable(config.cassette)  # before the first trial, not at its first paid answer

@@ -69,6 +69,10 @@ CASES: dict[str, Case] = {
     ),
     "cassette-show-not-hex": Case(("cassette", "show", str(SHIPPED), "zzzz"), ("'zzzz'", "hex")),
     "cassette-show-one-digit": Case(("cassette", "show", str(SHIPPED), "3"), ("'3'", "longer prefix")),
+    "unknown-domain-live": Case(
+        ("run", "--domain", "tau2/nowhere", "--agent-llm", "openai/gpt-4.1", "--user-llm", "openai/gpt-4.1"),
+        ("'nowhere'",),
+    ),
     "report-missing": Case(("report", "no-such-run"), ("no-such-run",)),
     "view-not-json": Case(("view", "notes.txt"), ("notes.txt",)),
 }
@@ -123,6 +127,15 @@ def test_bad_input_is_one_clear_line(name: str, outcomes: dict[str, Outcome]) ->
         assert lines[-1].startswith("error: "), shown
     for expected in case.names:
         assert expected in outcome.stderr, f"{expected!r} not named\n{shown}"
+
+
+def test_a_refused_domain_is_said_before_any_model_check(outcomes: dict[str, Outcome]) -> None:
+    # A live run announces its model check (litellm takes seconds to load); a domain refused first
+    # must be the whole of stderr, not follow an announcement of work that never starts.
+    outcome = outcomes["unknown-domain-live"]
+    lines = outcome.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), outcome.stderr
+    assert "checking the models" not in outcome.stderr
 
 
 @pytest.mark.slow
