@@ -224,8 +224,8 @@ _MESSAGE_TEXTS = _TextMemo(4 << 20)
 _TOOLS_TEXTS = _TextMemo(1 << 20)
 
 
-def _message_text(message: Any) -> str:
-    """canonical_json(canonical_message(message)), remembered (_TextMemo)."""
+def message_text(message: Any) -> str:
+    """canonical_json(canonical_message(message)), remembered (_TextMemo): what a key hashes of a message."""
     text = _MESSAGE_TEXTS.text(message, _canonical_message_text)
     assert text is not None  # _canonical_message_text never gives None
     return text
@@ -235,7 +235,8 @@ def _canonical_message_text(message: Any) -> str:
     return canonical_json(canonical_message(message))
 
 
-def _tools_text(tools: Any) -> str | None:
+def tools_text(tools: Any) -> str | None:
+    """canonical_json of a request's canonical tools (None without any), remembered (_TextMemo)."""
     if not tools:
         return None
     return _TOOLS_TEXTS.text(tools, _canonical_tools_text)
@@ -250,8 +251,8 @@ def request_key(wire: dict[str, Any]) -> str:
     """sha256 of the canonical request. The only function that defines a key."""
     hasher = KeyHasher()
     for message in wire.get("messages") or []:
-        hasher = hasher.then(_message_text(message))
-    return _finish(hasher, wire, _tools_text(wire.get("tools")))
+        hasher = hasher.then(message_text(message))
+    return _finish(hasher, wire, tools_text(wire.get("tools")))
 
 
 def canonical_key(canonical: dict[str, Any], message_texts: Sequence[str], tools_text: str | None) -> str:
@@ -299,7 +300,7 @@ class ConversationKeys:
             self._messages.append(message)
         tools = wire.get("tools")
         if tools is not self._tools or tools is None:
-            self._tools, self._tools_text = tools, _tools_text(tools)
+            self._tools, self._tools_text = tools, tools_text(tools)
         return _finish(self._hashers[-1], wire, self._tools_text)
 
 

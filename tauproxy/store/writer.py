@@ -57,7 +57,7 @@ from tauproxy.store.index_db import BLOB, MSG, NODE, Located
 from tauproxy.store.index_query import IndexQuery
 from tauproxy.store.indexed_file import IndexedFile
 from tauproxy.store.locking import locked
-from tauproxy.store.wire_form import StoredParts, check_identity, flat_wire, now_iso, secret_free, stored_parts
+from tauproxy.store.wire_form import StoredParts, check_identity, flat_wire, now_iso, secret_free_texts, stored_parts
 
 Node = tuple[str, str | None, str]  # (hash, parent, message hash)
 
@@ -89,9 +89,9 @@ class CassetteWriter:
     def _prepared(self, recording: CallRecording) -> tuple[CassetteEntry, StoredParts]:
         """The call's entry and stored parts: checked and built by its caller, outside every lock."""
         wire = flat_wire(recording.wire)
-        canonical = secret_free(wire)
+        canonical, texts = secret_free_texts(wire)
         identity = recording.identity
-        parts = stored_parts(canonical, recording.response_body, recording.raw_body, recording.content_type)
+        parts = stored_parts(canonical, recording.response_body, recording.raw_body, recording.content_type, texts)
         check_identity(parts.key, identity)
         entry = CassetteEntry(
             key=identity.key,
