@@ -152,6 +152,8 @@ class CallLine:
 
 
 Line = MsgLine | BlobLine | NodeLine | CassetteEntry | CallLine
+# The lines a writer hands the index already parsed, by their bytes (IndexBuilder.sync): content and nodes.
+WrittenLine = MsgLine | BlobLine | NodeLine
 
 
 @dataclass(frozen=True)
