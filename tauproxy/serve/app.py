@@ -263,10 +263,9 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 class _ModelCallsFirst(Starlette):
     """Starlette, with the wire APIs' POST routes found first by their exact path and answered
-    directly: a model call passes no middleware, router or exception-handler layer (its handler
-    answers every error itself, _answering_errors), which is a tenth of a hit's CPU
-    (bench/serve_overhead.py). Every other request, and these under a root path, Starlette routes
-    as before (the same routes are registered with it).
+    directly: a model call, the hot path, passes no middleware, router or exception-handler layer
+    (its handler answers every error itself, _answering_errors). Every other request, and these
+    under a root path, Starlette routes as before (the same routes are registered with it).
     """
 
     def __init__(self, model_routes: dict[str, Handler], **kwargs: Any) -> None:
