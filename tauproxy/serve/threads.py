@@ -24,8 +24,6 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import anyio
-
 T = TypeVar("T")
 
 _Job = tuple[Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
@@ -36,17 +34,17 @@ class OffLoop:
 
     def __init__(self, max_threads: int) -> None:
         self._max_threads = max_threads
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._limiter: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0  # workers waiting for a job and not yet promised one
 
     async def run(self, func: Callable[[], T]) -> T:
         """`func()`'s result or exception; cancelling the caller abandons the thread, not the loop."""
-        if self._limiter is None:  # created on the loop that uses it
-            self._limiter = anyio.CapacityLimiter(self._max_threads)
-        async with self._limiter:
-            loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
+        if self._limiter is None or self._limiter[0] is not loop:  # a semaphore waits on one loop only
+            self._limiter = (loop, asyncio.Semaphore(self._max_threads))
+        async with self._limiter[1]:
             future: asyncio.Future[T] = loop.create_future()
             with self._lock:
                 start = self._idle == 0
