@@ -46,6 +46,38 @@ runs at load 2-9 could not tell the difference apart from noise: serve CPU per m
 before and after, misses 170-235 calls/s at c=32 (the rest of a miss: the upstream call through
 httpx, a thread per call, uvicorn). Parsing a 24 KB request costs h11 about 0.05 ms and httptools
 0.02 ms, so httptools was not added: a hit's 1.1-1.4 ms of CPU is not in the HTTP parser.
+
+Then serve's own CPU per call was cut (profiled with cProfile and py-spy on a serve process driven by
+this file's client): the canonical text of every message and tool list is remembered by its marshal
+bytes (key.py), and a recorded call's messages are stored as those texts rather than canonicalised
+again; a model call's route is found before Starlette's middleware and router, and its drain is its
+own task cancelled at the drain's end, not two tasks and a wait per call; a stored reply is read by
+its hash without a JSON parse; an answer's head and body leave in one send (uvicorn wrote them in
+two, waking the client twice); a live call's daemon thread is kept for the next one, and bounded by
+an asyncio semaphore rather than anyio's limiter; the chain nodes an append writes reach the index
+parsed, as its content lines did. Measured 2026-12-03 on the same box, the commit before this work
+(0202dc5) and this one run one after the other, twice (base, new, base, new), at load average 2.6-3.0:
+    serve CPU per hit    c=1 1.08 / 1.28 -> 0.85 / 1.00 ms, c=32 1.09 / 1.20 -> 0.71 / 0.90 ms
+                         (the stub called directly: 0.53-0.75 ms at c=1, 0.54-0.84 at c=32)
+    hit p50 added        c=1 +0.24 / +0.69 -> +0.07 / +0.56 ms, c=32 +8.4 / +14.3 -> +2.4 / +15.0 ms
+                         (the +15.0 in a run whose direct arm was unusually fast: 13.8 ms p50 at c=32)
+    serve CPU per miss   c=1 5.81 / 6.99 -> 5.84 / 5.84 ms, c=32 5.63 / 5.57 -> 5.30 / 3.83 ms
+    misses               c=1 103 / 118 -> 140 / 149 calls/s, c=32 136 / 168 -> 169 / 246 calls/s
+    chat route misses    127 / 138 -> 171 / 164 calls/s at c=8 (6.05 / 6.60 -> 3.72 / 4.51 ms CPU per call)
+The same at load 6-8 (three other workers busy): CPU per hit 1.58 / 1.40 -> 1.65 / 1.05 ms (c=1),
+1.52 / 1.39 -> 1.36 / 1.14 ms (c=32); per miss 7.94 / 7.74 -> 6.09 / 5.36 ms (c=1), 6.52 / 7.20 ->
+4.13 / 3.99 ms (c=32); misses 144 / 121 -> 239 / 225 calls/s at c=32.
+Steadier, in-process without the HTTP server (the app called as ASGI, thread CPU, the lowest quarter
+of 50-call batches over 3 x 1500 distinct bodies, each round a fresh cassette reader), at load 5-6:
+1.08 / 0.76 -> 0.66 / 0.60 ms per hit. A miss one at a time in-process is
+5.6 ms before and after: the cassette append (3.3 ms: SQLite's index transaction and the fsync) and
+the upstream call through httpx (1.5 ms) are most of it, and this round did not change them; what
+came off a served miss is the thread start, the drain's tasks, the second send, the limiter's loop
+turns and, at c=32, the re-canonicalising and re-hashing of what a batch appends.
+Tried without a measurable difference: SQLite's journal in TRUNCATE or PERSIST mode instead of
+DELETE (record 1.8-2.6 ms per call alone, 1.0-1.5 in batches of 32, either way). The hit goals were
+met in one of these runs and not the other; the miss goals are not met (a miss needs about 3 ms of CPU
+for 300 calls/s); the RATIO lines of a run on an idle machine decide.
 """
 
 from __future__ import annotations

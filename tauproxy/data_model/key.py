@@ -44,9 +44,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,38 +179,80 @@ def _params(wire: dict[str, Any]) -> dict[str, Any]:
     return _drop_nulls(params)  # type: ignore[no-any-return]
 
 
-# The canonical text of the tool lists seen lately, by their plain JSON text: every call of an agent
-# sends the same schemas (14 in τ²'s airline, 8 KB), and json.dumps without sorting is several times
-# cheaper than dropping nulls and sorting. Equal plain texts are equal JSON values, so equal keys.
-_TOOLS_TEXTS: dict[str, str | None] = {}
-_TOOLS_TEXTS_LIMIT = 64
+class _TextMemo:
+    """Canonical texts by the marshal bytes of the value they were made from, bounded in size.
+
+    Every call of an agent repeats its system prompt (τ²'s airline policy: 15 KB), its tool schemas
+    (8 KB) and its conversation so far, each parsed afresh from the request body; marshal writes a
+    parsed JSON value about ten times faster than canonicalising it. Equal marshal bytes load as equal
+    values of equal types (1, 1.0 and True differ, so do key orders), so their canonical texts are
+    equal: the memo changes no key. Values marshal refuses (an enum, a subclass) are canonicalised as
+    given. When full it starts again empty; thread-safe because a lookup is one dict read and a
+    reset is one assignment.
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self._max_chars = max_chars
+        self._texts: dict[bytes, str | None] = {}
+        self._chars = 0
+
+    def text(self, value: Any, canonical: Callable[[Any], str | None]) -> str | None:
+        try:
+            plain = marshal.dumps(value)
+        except ValueError:
+            return canonical(value)
+        texts = self._texts
+        if plain in texts:
+            return texts[plain]
+        text = canonical(value)
+        size = len(plain) + (len(text) if text is not None else 0)
+        if self._chars + size > self._max_chars:
+            texts = self._texts = {}
+            self._chars = 0
+        texts[plain] = text
+        self._chars += size
+        return text
+
+    def clear(self) -> None:
+        self._texts = {}
+        self._chars = 0
 
 
-def _tools_text(tools: Any) -> str | None:
+# Bounded so a long run's memory stays flat: a τ² conversation's messages take about 100 kB, its
+# tools 8 kB, so these hold dozens of conversations in flight.
+_MESSAGE_TEXTS = _TextMemo(4 << 20)
+_TOOLS_TEXTS = _TextMemo(1 << 20)
+
+
+def message_text(message: Any) -> str:
+    """canonical_json(canonical_message(message)), remembered (_TextMemo): what a key hashes of a message."""
+    text = _MESSAGE_TEXTS.text(message, _canonical_message_text)
+    assert text is not None  # _canonical_message_text never gives None
+    return text
+
+
+def _canonical_message_text(message: Any) -> str:
+    return canonical_json(canonical_message(message))
+
+
+def tools_text(tools: Any) -> str | None:
+    """canonical_json of a request's canonical tools (None without any), remembered (_TextMemo)."""
     if not tools:
         return None
-    try:
-        plain = json.dumps(tools)
-    except (TypeError, ValueError):
-        plain = None  # not JSON as given: canonical_json below says what is wrong
-    known = _TOOLS_TEXTS.get(plain, "") if plain is not None else ""
-    if known != "":
-        return known
+    return _TOOLS_TEXTS.text(tools, _canonical_tools_text)
+
+
+def _canonical_tools_text(tools: Any) -> str | None:
     canonical = _drop_nulls(tools) or None
-    text = None if canonical is None else canonical_json(canonical)
-    if plain is not None:
-        if len(_TOOLS_TEXTS) >= _TOOLS_TEXTS_LIMIT:
-            _TOOLS_TEXTS.clear()
-        _TOOLS_TEXTS[plain] = text
-    return text
+    return None if canonical is None else canonical_json(canonical)
 
 
 def request_key(wire: dict[str, Any]) -> str:
     """sha256 of the canonical request. The only function that defines a key."""
     hasher = KeyHasher()
     for message in wire.get("messages") or []:
-        hasher = hasher.then(canonical_json(canonical_message(message)))
-    return _finish(hasher, wire, _tools_text(wire.get("tools")))
+        hasher = hasher.then(message_text(message))
+    return _finish(hasher, wire, tools_text(wire.get("tools")))
 
 
 def canonical_key(canonical: dict[str, Any], message_texts: Sequence[str], tools_text: str | None) -> str:
@@ -257,7 +300,7 @@ class ConversationKeys:
             self._messages.append(message)
         tools = wire.get("tools")
         if tools is not self._tools or tools is None:
-            self._tools, self._tools_text = tools, _tools_text(tools)
+            self._tools, self._tools_text = tools, tools_text(tools)
         return _finish(self._hashers[-1], wire, self._tools_text)
 
 

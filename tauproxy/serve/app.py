@@ -43,6 +43,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from tauproxy.serve.body import check_content_type, read_capped
 from tauproxy.serve.completions import CompletionService
@@ -108,14 +109,17 @@ class ServeApp:
         self._drain_s = drain_s
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
-        self._drained: asyncio.Event | None = None  # set drain_s after stop_soon: in-flight calls get 503
+        # The requests inside _unless_drained, and those of them the drain's end cancelled (answered 503).
+        self._in_flight: set[asyncio.Task[Any]] = set()
+        self._cut_off: set[asyncio.Task[Any]] = set()
 
     def starlette(self) -> Starlette:
-        routes = [
-            Route(path, _answering_errors(functools.partial(self.model_call, api), api), methods=["POST"])
+        model_routes = {
+            path: _answering_errors(functools.partial(self.model_call, api), api)
             for api in WIRE_APIS
             for path in api.paths
-        ]
+        }
+        routes = [Route(path, handler, methods=["POST"]) for path, handler in model_routes.items()]
         stored = _answering_errors(self.stored_response)
         routes += [
             Route("/v1/responses/{response_id}", stored, methods=["GET"]),
@@ -127,7 +131,7 @@ class ServeApp:
         ]
         # Unknown paths and wrong methods are raised by Starlette's router; answer them in JSON too.
         handlers: dict[Any, Callable[..., Any]] = {HTTPException: self._on_starlette_error}
-        return Starlette(routes=routes, exception_handlers=handlers, lifespan=self._lifespan)
+        return _ModelCallsFirst(model_routes, routes=routes, exception_handlers=handlers, lifespan=self._lifespan)
 
     @asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -145,13 +149,9 @@ class ServeApp:
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self._token):
             raise HttpError(401, "missing or wrong bearer token", "authentication_error", "invalid_api_key")
 
-    def _on_loop(self) -> asyncio.Event:
-        """The drain event, made on the serving loop the first time it is needed there."""
-        loop = asyncio.get_running_loop()
-        if self._drained is None or loop is not self._loop:  # a test may serve from several loops
-            self._loop = loop
-            self._drained = asyncio.Event()
-        return self._drained
+    def _on_loop(self) -> None:
+        """Remember the serving loop, which stop_soon is called from outside of."""
+        self._loop = asyncio.get_running_loop()  # a test may serve from several loops: the latest
 
     def stop_soon(self) -> None:
         """Begin stopping: safe to call from a signal handler or another thread."""
@@ -162,24 +162,38 @@ class ServeApp:
         if self._stopping:
             return
         self._stopping = True
-        drained = self._on_loop()
-        asyncio.get_running_loop().call_later(self._drain_s, drained.set)
+        asyncio.get_running_loop().call_later(self._drain_s, self._end_drain)
+
+    def _end_drain(self) -> None:
+        """The drain is over: every call still in flight is cancelled where it waits, and answered 503."""
+        for task in self._in_flight:
+            self._cut_off.add(task)
+            task.cancel()
 
     async def _unless_drained(self, work: Callable[[], Awaitable[T]]) -> T:
-        """`work()`'s outcome, or HttpError 503 if the server stops before it has one (or has stopped)."""
+        """`work()`'s outcome, or HttpError 503 if the server stops before it has one (or has stopped).
+
+        `work` runs in the request's own task, which the drain's end cancels: no task or wait of its
+        own per call (a replay never waits at all). A cancellation that is not the drain's (the
+        client went away, uvicorn's own shutdown limit) goes on up as it came.
+        """
         if self._stopping:
             raise shutting_down()
-        task = asyncio.ensure_future(work())
-        drained = asyncio.ensure_future(self._on_loop().wait())
+        task = asyncio.current_task()
+        assert task is not None  # an ASGI app always runs in a task
+        if self._loop is not task.get_loop():
+            self._loop = task.get_loop()
+        self._in_flight.add(task)
         try:
-            await asyncio.wait((task, drained), return_when=asyncio.FIRST_COMPLETED)
+            return await work()
+        except asyncio.CancelledError:
+            if task not in self._cut_off:
+                raise
+            task.uncancel()
+            raise shutting_down() from None  # a live call's daemon thread, if any, runs on unwatched (threads.py)
         finally:
-            drained.cancel()
-            if not task.done():
-                task.cancel()  # its daemon thread, if any, runs on unwatched (threads.py)
-        if not task.done():
-            raise shutting_down()
-        return task.result()
+            self._in_flight.discard(task)
+            self._cut_off.discard(task)
 
     async def model_call(self, api: WireApi, request: Request) -> Response:
         """The one handler of every wire API's POST routes."""
@@ -245,6 +259,28 @@ class ServeApp:
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+
+
+class _ModelCallsFirst(Starlette):
+    """Starlette, with the wire APIs' POST routes found first by their exact path and answered
+    directly: a model call, the hot path, passes no middleware, router or exception-handler layer
+    (its handler answers every error itself, _answering_errors). Every other request, and these
+    under a root path, Starlette routes as before (the same routes are registered with it).
+    """
+
+    def __init__(self, model_routes: dict[str, Handler], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._model_routes = model_routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
+            handler = self._model_routes.get(scope["path"])
+            if handler is not None:
+                scope["app"] = self
+                response = await handler(Request(scope, receive, send))
+                await response(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
 
 
 def _answering_errors(handler: Handler, api: WireApi | None = None) -> Handler:

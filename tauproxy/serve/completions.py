@@ -18,7 +18,7 @@ form, where to go via the upstream map), and the layer's outcomes into HTTP:
 A live answer is recorded (fsynced) before the client sees it, and is answered exactly as a replay
 of it will be. Upstream failures are passed through with their status and are never recorded.
 Replays are answered on the event loop, with no thread hop; live calls and cassette writes run in
-daemon threads (serve/threads.py), which a shutdown can leave behind. Concurrent misses share
+daemon threads (serve/threads.py: reused, and left behind by a shutdown). Concurrent misses share
 fsyncs: the cassette group-commits the calls recorded while an fsync runs (store/writer.py), and
 each thread returns only after the fsync covering its call.
 """

@@ -9,12 +9,19 @@ partial head gets a JSON 408 and the connection is closed. The body's own deadli
 
 uvicorn answers an unparseable request with a plain-text 400; here it is the JSON error every other
 refusal of `tauproxy serve` is.
+
+uvicorn writes a response's head and its body with one `transport.write` each, and asyncio sends
+each at once: two segments, so a client wakes twice per answer (a Python client with many threads
+waits for its GIL each time). Here the writes of one pass of the event loop go out as one
+(`_OneSendPerTurn`): a replayed answer, head and body, leaves in one send.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterable
+from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -35,6 +42,55 @@ def _raw_error(error: HttpError, reason: str) -> bytes:
     return head.encode("ascii") + body
 
 
+class _OneSendPerTurn:
+    """A transport whose writes are held until the event loop's next turn, then written as one.
+
+    Everything else is the wrapped transport's; closing (or a write_eof) writes what is held first,
+    in order, and an abort drops it with the rest of the connection's unsent bytes.
+    """
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        if not self._held:
+            self._loop.call_soon(self._flush)
+        self._held.append(bytes(data))
+
+    def writelines(self, lines: Iterable[bytes | bytearray | memoryview]) -> None:
+        for data in lines:
+            self.write(data)
+
+    def _flush(self) -> None:
+        if self._held:
+            data = b"".join(self._held) if len(self._held) > 1 else self._held[0]
+            self._held = []
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
+
+    def abort(self) -> None:
+        self._held = []
+        self._transport.abort()
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + sum(len(data) for data in self._held)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class ServeProtocol(H11Protocol):
     """One connection; `read_timeout_s` is set by `protocol_with` for a server's settings."""
 
@@ -44,6 +100,8 @@ class ServeProtocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        # uvicorn's flow control keeps the transport itself; its writes (and ours) go through this.
+        self.transport = _OneSendPerTurn(transport, self.loop)  # type: ignore[assignment]
         self._arm_head_timer()  # a connection that never sends a head is closed too
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -152,6 +152,8 @@ class CallLine:
 
 
 Line = MsgLine | BlobLine | NodeLine | CassetteEntry | CallLine
+# The lines a writer hands the index already parsed, by their bytes (IndexBuilder.sync): content and nodes.
+WrittenLine = MsgLine | BlobLine | NodeLine
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,30 @@ def encode_msg_text(digest: str, text: str) -> str:
 
 def encode_blob_text(digest: str, text: str) -> str:
     return f'{{"h":"{digest}","t":"blob","v":{text}}}\n'
+
+
+# A message or blob line exactly as encode_msg_text and encode_blob_text write it: its hash, then its text.
+_WRITTEN_MSG = re.compile(rb'\{"h":"([0-9a-f]{16,64})","m":')
+_WRITTEN_BLOB = re.compile(rb'\{"h":"([0-9a-f]{16,64})","t":"blob","v":')
+_MSG_END = b',"t":"msg"}'
+_BLOB_END = b"}"
+
+
+def text_as_written(raw: bytes, blob: bool, full: str) -> str | None:
+    """The text of a message (or blob) line spelled exactly as a writer writes it, if that text hashes
+    to `full` and the line's own hash names it: then it is the very canonical text parse_line would
+    give (one full sha256, one text), found without a JSON parse. None otherwise: parse the line.
+
+    For a reader that knows the full hash already (the index's): a replay reads a hit's reply this way.
+    """
+    head = (_WRITTEN_BLOB if blob else _WRITTEN_MSG).match(raw)
+    end = _BLOB_END if blob else _MSG_END
+    if head is None or not raw.endswith(end):
+        return None
+    text = raw[head.end() : len(raw) - len(end)]
+    if hashlib.sha256(text).hexdigest() != full or not ref_matches(full, head.group(1).decode()):
+        return None
+    return text.decode("utf-8")
 
 
 def encode_node(parent: str | None, message: str) -> str:

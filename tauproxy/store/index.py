@@ -41,7 +41,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from tauproxy.store.format import BlobLine, CassetteProblem, MsgLine
+from tauproxy.store.format import CassetteProblem, WrittenLine
 from tauproxy.store.index_build import IndexBuilder
 from tauproxy.store.index_db import (
     INDEX_DIR,
@@ -136,7 +136,7 @@ class CassetteIndex:
     def close(self) -> None:
         self.query.db.close()
 
-    def sync(self, size: int, written: Mapping[bytes, MsgLine | BlobLine] | None = None) -> None:
+    def sync(self, size: int, written: Mapping[bytes, WrittenLine] | None = None) -> None:
         """Index the complete lines between what is covered and `size` (bytes known complete);
         `written`: content lines just appended, already parsed (IndexBuilder.sync)."""
         self._builder.sync(size, written)

@@ -15,7 +15,7 @@ from typing import Any
 from tauproxy.data_model.key import sample_key
 from tauproxy.errors import CassetteError
 from tauproxy.store.entry import CassetteEntry
-from tauproxy.store.format import REF_LEN, BlobLine, CallLine, MsgLine, NodeLine, parse_line
+from tauproxy.store.format import REF_LEN, BlobLine, CallLine, MsgLine, NodeLine, WrittenLine, parse_line
 from tauproxy.store.index_db import (
     BLOB,
     CALL_INDEXES,
@@ -52,14 +52,14 @@ class IndexBuilder:
         self._content_rows: list[tuple[Any, ...]] = []
         self._call_rows: list[tuple[Any, ...]] = []
         self._unflushed_sks: set[bytes] = set()
-        self._written: Mapping[bytes, MsgLine | BlobLine] = {}
+        self._written: Mapping[bytes, WrittenLine] = {}
 
-    def sync(self, size: int, written: Mapping[bytes, MsgLine | BlobLine] | None = None) -> None:
+    def sync(self, size: int, written: Mapping[bytes, WrittenLine] | None = None) -> None:
         """Index the complete lines between what is covered and `size` (bytes known complete).
 
-        `written`: content lines a writer just appended, by their bytes, as parse_line reads them;
-        a line found with exactly those bytes is not parsed again (its text was hashed into its
-        reference by the writer that made both)."""
+        `written`: content and node lines a writer just appended, by their bytes, as parse_line reads
+        them; a line found with exactly those bytes is not parsed again (its text was hashed into its
+        reference, or its references into its node hash, by the writer that made both)."""
         self._written = written or {}
         db = self._query.db
         db.execute("BEGIN IMMEDIATE")

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from tauproxy.errors import CassetteError
 from tauproxy.store.entry import CassetteEntry
-from tauproxy.store.format import REF_LEN, BlobLine, CallLine, MsgLine, parse_line, ref_matches
+from tauproxy.store.format import REF_LEN, BlobLine, CallLine, MsgLine, parse_line, ref_matches, text_as_written
 from tauproxy.store.index_db import (
     AMBIGUOUS,
+    BLOB,
     KIND_NAME,
     NODE,
     Located,
@@ -196,8 +197,12 @@ class IndexQuery:
         if not isinstance(found, Located):
             state = "names two different contents" if found == AMBIGUOUS else "is not stored"
             raise CassetteError(f"{self.calls_file}: {KIND_NAME[kind]} {ref[:12]} {state}")
+        raw = self.read_line(found.off, found.length)
+        text = text_as_written(raw, kind == BLOB, found.full)
+        if text is not None:
+            return text
         try:
-            line = parse_line(self.read_line(found.off, found.length))
+            line = parse_line(raw)
         except ValueError:
             raise StaleIndex(f"no content line at byte {found.off}") from None
         if not isinstance(line, MsgLine | BlobLine) or line.hash != found.full:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tauproxy.errors import CassetteError
-from tauproxy.store.format import CALLS_FILE, BlobLine, CassetteProblem, MsgLine
+from tauproxy.store.format import CALLS_FILE, CassetteProblem, WrittenLine
 from tauproxy.store.index import CassetteIndex, FileState, StaleIndex, index_dir_for
 from tauproxy.store.locking import fsync_dir, locked
 
@@ -103,7 +103,7 @@ class IndexedFile:
             self._open_index(state)
         self.refresh(state.size)
 
-    def synced_to(self, state: FileState, written: Mapping[bytes, MsgLine | BlobLine] | None = None) -> None:
+    def synced_to(self, state: FileState, written: Mapping[bytes, WrittenLine] | None = None) -> None:
         """The file grew to `state.size` by an append of ours: index it (reopened if the index failed).
         `written`: the content lines of that append, parsed (IndexBuilder.sync)."""
         idx = self.index()

@@ -22,6 +22,8 @@ from tauproxy.data_model.key import (
     canonical_key,
     canonical_message,
     canonical_request,
+    message_text,
+    tools_text,
 )
 from tauproxy.data_model.key import sample_key as make_sample_key
 from tauproxy.data_model.wire import completion_body, in_wire_order
@@ -37,7 +39,7 @@ def flat_wire(wire: dict[str, Any]) -> dict[str, Any]:
     return wire
 
 
-def secret_free(wire: dict[str, Any]) -> dict[str, Any]:
+def _refuse_secrets(wire: dict[str, Any]) -> None:
     # canonical_request would silently drop these; a caller that passes them has a leak elsewhere.
     leaked = sorted(name for name in wire if name in EXCLUDED_PARAMS)
     if leaked:
@@ -45,7 +47,25 @@ def secret_free(wire: dict[str, Any]) -> dict[str, Any]:
             f"refusing to record a request carrying {', '.join(leaked)}: connection settings and "
             "bookkeeping never go into a cassette (pass the request through key.canonical_request)"
         )
-    return canonical_request(wire)
+
+
+@dataclass(frozen=True)
+class CanonicalTexts:
+    """A request's canonical messages and tools as their canonical JSON texts (what is stored and hashed)."""
+
+    messages: list[str]
+    tools: str | None
+
+
+def secret_free_texts(wire: dict[str, Any]) -> tuple[dict[str, Any], CanonicalTexts]:
+    """canonical_request of a request to record (refused if it carries a connection setting), with its
+    messages and tools given as their texts rather than in the dict (its `messages` empty, its `tools`
+    None): the texts come from the key's memo (key.message_text), which keying the call just filled,
+    so a recorded call's messages are not canonicalised again."""
+    _refuse_secrets(wire)
+    canonical = canonical_request({**wire, "messages": [], "tools": None})
+    texts = CanonicalTexts([message_text(m) for m in wire.get("messages") or []], tools_text(wire.get("tools")))
+    return canonical, texts
 
 
 def reply_of(response_body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -107,23 +127,29 @@ def stored_parts(
     response_body: dict[str, Any],
     raw_body: str | None = None,
     content_type: str | None = None,
+    given: CanonicalTexts | None = None,
 ) -> StoredParts:
     """The hashed request and reply, plus every message, blob and chain node they refer to.
 
     `raw_body` (Completion.raw_body) is kept as a blob whose value is that text, so it is answered
-    byte for byte, with its `content_type` (Completion.content_type)."""
+    byte for byte, with its `content_type` (Completion.content_type). `given`: the texts of the
+    request's messages and tools, made already (secret_free_texts), else made from `canonical`."""
     choice, reply = reply_of(response_body)
     # Each message and the tools encoded once: their texts are what is written, what is hashed into
     # their references, and what the request key is hashed from (canonical_request's output is
     # canonical already, so canonical_json of it is key.message_hash's text).
-    texts = [canonical_json(m) for m in canonical["messages"]]
+    if given is None:
+        tools = canonical["tools"]
+        given = CanonicalTexts(
+            [canonical_json(m) for m in canonical["messages"]], canonical_json(tools) if tools is not None else None
+        )
+    texts = given.messages
     hashes = [_sha256(text) for text in texts]
     messages = dict(zip(hashes, texts, strict=True))
     reply_text = canonical_json(reply)
     reply_hash = _sha256(reply_text)
     messages.setdefault(reply_hash, reply_text)
-    tools = canonical["tools"]
-    tools_text = canonical_json(tools) if tools is not None else None
+    tools_text = given.tools
     tools_hash = _sha256(tools_text) if tools_text is not None else None
     blobs = {tools_hash: tools_text} if tools_hash is not None and tools_text is not None else {}
     raw = raw_reply(choice, reply)

@@ -25,8 +25,8 @@ Durability and locking policy:
   index catches up again.
 - Cost per call: the request is canonicalised and each message encoded once (stored_parts; its key
   is checked from those texts); the index is asked about a batch's references in one query per
-  kind; and the content lines just written reach the index parsed, so catching up reads the file
-  but does not parse them again.
+  kind; and the content and node lines just written reach the index parsed, so catching up reads
+  the file but does not parse or hash them again.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ from tauproxy.store.format import (
     REF_LEN,
     BlobLine,
     MsgLine,
+    NodeLine,
+    WrittenLine,
     encode_blob_text,
     encode_call,
     encode_msg_text,
@@ -57,7 +59,7 @@ from tauproxy.store.index_db import BLOB, MSG, NODE, Located
 from tauproxy.store.index_query import IndexQuery
 from tauproxy.store.indexed_file import IndexedFile
 from tauproxy.store.locking import locked
-from tauproxy.store.wire_form import StoredParts, check_identity, flat_wire, now_iso, secret_free, stored_parts
+from tauproxy.store.wire_form import StoredParts, check_identity, flat_wire, now_iso, secret_free_texts, stored_parts
 
 Node = tuple[str, str | None, str]  # (hash, parent, message hash)
 
@@ -89,9 +91,9 @@ class CassetteWriter:
     def _prepared(self, recording: CallRecording) -> tuple[CassetteEntry, StoredParts]:
         """The call's entry and stored parts: checked and built by its caller, outside every lock."""
         wire = flat_wire(recording.wire)
-        canonical = secret_free(wire)
+        canonical, texts = secret_free_texts(wire)
         identity = recording.identity
-        parts = stored_parts(canonical, recording.response_body, recording.raw_body, recording.content_type)
+        parts = stored_parts(canonical, recording.response_body, recording.raw_body, recording.content_type, texts)
         check_identity(parts.key, identity)
         entry = CassetteEntry(
             key=identity.key,
@@ -148,7 +150,7 @@ class CassetteWriter:
         pending.prefetch([parts for _, parts in batch])
         written: list[CassetteEntry] = []
         lines: list[str] = []
-        content: dict[bytes, MsgLine | BlobLine] = {}  # the content lines, as the index reads them
+        content: dict[bytes, WrittenLine] = {}  # the content and node lines, as the index reads them
         for entry, parts in batch:
             refs = Refs(pending)
             written.append(refs.resolve(entry, parts))
@@ -160,7 +162,7 @@ class CassetteWriter:
         if stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
             payload = b"\n" + payload  # a crash cut the last line: never glue onto it
         _write_all(fd, payload)
-        # Indexed from the file as any append is, without parsing again the content lines just made.
+        # Indexed from the file as any append is, without parsing again the content and node lines just made.
         self._file.synced_to(FileState(stat.st_dev, stat.st_ino, stat.st_size + len(payload)), content)
         return written
 
@@ -300,10 +302,11 @@ class Refs:
         )
         return entry.model_copy(update={"request": request, "response": response})
 
-    def content_lines(self, parts: StoredParts) -> dict[bytes, MsgLine | BlobLine]:
-        """The message and blob lines `lines` writes, by their bytes (no newline), as parse_line reads
-        them: the full hash of each text, and the text."""
-        found: dict[bytes, MsgLine | BlobLine] = {}
+    def content_lines(self, parts: StoredParts) -> dict[bytes, WrittenLine]:
+        """The message, blob and node lines `lines` writes, by their bytes (no newline), as parse_line
+        reads them: the full hash of each text, and the text; each node's full hash (resolve made it
+        from the same references the line holds), its parent and message."""
+        found: dict[bytes, WrittenLine] = {}
         for kind, ref, full in self.new_content:
             if kind == MSG:
                 text = parts.messages[full]
@@ -311,6 +314,8 @@ class Refs:
             else:
                 text = parts.blobs[full]
                 found[encode_blob_text(ref, text)[:-1].encode()] = BlobLine(full, text)
+        for _, parent, message, full in self.new_nodes:
+            found[encode_node(parent, message)[:-1].encode()] = NodeLine(full, parent, message)
         return found
 
     def lines(self, parts: StoredParts) -> list[str]:

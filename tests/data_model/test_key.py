@@ -233,3 +233,34 @@ def test_a_tool_list_seen_before_keys_as_it_did_and_a_changed_one_keys_anew() ->
     assert changed != first
     key_module._TOOLS_TEXTS.clear()
     assert request_key(body) == changed
+
+
+def test_a_message_seen_before_keys_as_it_did_and_equal_values_of_other_types_do_not_share_its_text() -> None:
+    from tauproxy.data_model import key as key_module
+
+    def fresh_key(body: dict[str, Any]) -> str:
+        key_module._MESSAGE_TEXTS.clear()
+        key_module._TOOLS_TEXTS.clear()
+        return request_key(body)
+
+    # 1, 1.0 and True are equal in Python but not in JSON: each keeps its own canonical text.
+    bodies = [
+        {"model": "m", "messages": [{"role": "tool", "tool_call_id": "c", "content": value}]}
+        for value in (1, 1.0, True, "1")
+    ]
+    expected = [fresh_key(body) for body in bodies]
+    assert len(set(expected)) == len(bodies)
+    for body in bodies:  # the memo warm with each of the others first
+        request_key(body)
+    assert [request_key(json.loads(json.dumps(body))) for body in bodies] == expected
+    # Keys in another order are the same message: the same key, memo or not.
+    swapped = {"model": "m", "messages": [{"content": 1, "tool_call_id": "c", "role": "tool"}]}
+    assert request_key(swapped) == expected[0] == fresh_key(swapped)
+
+    # A value marshal refuses (a str subclass) is canonicalised as given.
+    class Text(str):
+        pass
+
+    assert request_key({"model": "m", "messages": [{"role": "user", "content": Text("1")}]}) == fresh_key(
+        {"model": "m", "messages": [{"role": "user", "content": "1"}]}
+    )
