@@ -20,14 +20,20 @@ def validate_dropping_extras(model: type[M], data: Any) -> tuple[M | None, dict[
     """(the model, {dotted path: dropped value}), or (None, ...) when something other than extras is wrong.
 
     The values are returned so that a caller can tell a dropped field that held something from one
-    that was null (τ² writes every field of its models, most of them null)."""
-    data = copy.deepcopy(data)
+    that was null (τ² writes every field of its models, most of them null).
+
+    `data` is never changed: fields are dropped from a copy, made only when there are some to drop
+    (a τ² run reads every trial's reward through here, and most have none). So the model may share
+    nested values with `data`, as pydantic's own validation does."""
     dropped: dict[str, Any] = {}
+    copied = False
     for _ in range(_MAX_ROUNDS):
         try:
             return model.model_validate(data), dropped
         except ValidationError as exc:
             extras = [error["loc"] for error in exc.errors() if error["type"] == "extra_forbidden"]
+            if extras and not copied:
+                data, copied = copy.deepcopy(data), True
             removed = {
                 ".".join(str(part) for part in loc): value
                 for loc in extras

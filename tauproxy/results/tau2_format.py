@@ -104,6 +104,14 @@ def tau2_to_results(data: dict[str, Any], source: str) -> SourcedResults:
     )
 
 
+def tau2_simulation(raw: dict[str, Any]) -> SimulationRun:
+    """One τ² simulation (its JSON form, as `tau2 run` writes it in a file with no model names) read
+    as `tau2_to_results` reads it there, without building the rest of the file: what a τ² trial run
+    by tauproxy becomes (tau2bench/trial.py)."""
+    runs, _ = _simulations([raw], _Prices({}), [], observe=False)
+    return runs[0]
+
+
 def _made_by(git_commit: Any) -> str:
     commit = str(git_commit or UNKNOWN)
     if commit.startswith("tauproxy "):  # our own `report --format tau2` export, read back
@@ -202,7 +210,7 @@ def _empty(value: Any) -> bool:
 
 
 def _simulations(
-    raw_sims: Any, prices: _Prices, notes: list[str]
+    raw_sims: Any, prices: _Prices, notes: list[str], observe: bool = True
 ) -> tuple[list[SimulationRun], dict[str, list[ObservedCall]]]:
     runs: list[SimulationRun] = []
     observed: dict[str, list[ObservedCall]] = {}
@@ -237,6 +245,8 @@ def _simulations(
                 duration=float(raw.get("duration") or 0.0),
             )
         )
+        if not observe:
+            continue
         calls = [call for item in raw_messages if (call := _observed_call(item, prices)) is not None]
         if calls:
             observed[run_id] = calls

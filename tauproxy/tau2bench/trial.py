@@ -40,7 +40,7 @@ from tauproxy.proxy.client import ModelClient
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 from tauproxy.redact import redact_text
-from tauproxy.results.tau2_format import tau2_to_results
+from tauproxy.results.tau2_format import tau2_simulation
 from tauproxy.tau2bench.bridge import TrialBridge, tau2_model_name
 from tauproxy.tau2bench.domain import Tau2Catalog, load_catalog
 from tauproxy.tau2bench.environments import environment_factory
@@ -62,7 +62,7 @@ def run_tau2_trial(
         simulation, error, failure = _on_tau2_orchestrator(settings, catalog, task, seed, client)
     else:
         simulation, error, failure = _on_our_orchestrator(settings, catalog, task, seed, client)
-    return _result(catalog, task_id, trial, seed, client, simulation, error, failure, started)
+    return _result(task_id, trial, seed, client, simulation, error, failure, started)
 
 
 def runs_on_tau2_orchestrator(settings: Tau2Settings, task: Any) -> bool:
@@ -180,7 +180,6 @@ def _on_tau2_orchestrator(
 
 
 def _result(
-    catalog: Tau2Catalog,
     task_id: str,
     trial: int,
     seed: int,
@@ -207,12 +206,7 @@ def _result(
         run = _unscored(task_id, trial, seed, TerminationReason.AGENT_ERROR, error, client.records, started)
         return run.model_copy(update={"reward_info": RewardInfo(reward=0.0)})
     simulation.trial = trial
-    document = {
-        "info": {"environment_info": {"domain_name": catalog.domain.domain}},
-        "tasks": [],
-        "simulations": [simulation.model_dump(mode="json")],
-    }
-    ours = tau2_to_results(document, source=catalog.domain.name).simulations[0]
+    ours = tau2_simulation(simulation.model_dump(mode="json"))
     return ours.model_copy(
         update={
             "id": f"{task_id}:{trial}",
