@@ -24,6 +24,14 @@ sys.path.insert(0, str(TESTS_DIR))
 # Fields that hold wall-clock readings; everything else in a results file must be reproducible.
 VOLATILE_KEYS = frozenset({"timestamp", "duration", "recorded_at"})
 
+# A test process holds τ², litellm and several domain databases at once, and its tests allocate fast
+# (environments, dumps, trials): with Python's default thresholds (700, 10, 10) the cyclic collector
+# scans that heap again and again, up to 44% of a τ² test file's CPU (the loop tests: 16 s of 37). Fewer,
+# later collections; what is collected is the same. Only the test processes: a process a test starts
+# (serve, the console script, τ²'s, Ray's) keeps Python's defaults, as a user's does.
+GC_THRESHOLDS = (50_000, 20, 20)
+gc.set_threshold(*GC_THRESHOLDS)
+
 
 # The cache of derived artefacts (tauproxy/derived_cache.py) goes to one temporary directory per test
 # session, never the user's own: set before any test runs, inherited by every process a test starts.
@@ -33,6 +41,11 @@ _SESSION_CACHE: Path | None = None
 
 def pytest_configure(config: pytest.Config) -> None:
     global _SESSION_CACHE
+    if hasattr(config.option, "loadscopereorder"):
+        # pytest-xdist's scheduler would sort the files by their number of tests, most first, and so
+        # undo `LONGEST_FIRST` below: keep the collection order (`--no-loadscope-reorder`, set here so
+        # that `.ci/run`'s command stays the README's).
+        config.option.loadscopereorder = False
     if hasattr(config, "workerinput") and os.environ.get("TAUPROXY_TEST_CACHE_DIR"):
         os.environ["TAUPROXY_CACHE_DIR"] = os.environ["TAUPROXY_TEST_CACHE_DIR"]
         return
@@ -219,11 +232,13 @@ def stub():
         server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[str]:
-    """One local Ray instance (2 CPUs, so 2 workers, no dashboard) for every `ray` test of the session, started
-    in this process; yields its address. A run joins it with `--ray-address`, as a subprocess (`run_cli`) or
-    in-process (`invoke_cli`, where the run uses this process's Ray session and its warm workers)."""
+    """One local Ray instance (2 CPUs, so 2 workers, no dashboard) for the `ray` tests of a module (all of
+    them are in tests/ray/test_ray_executor.py), started in this process and stopped after the module, so
+    that its processes do not idle beside the rest of the session; yields its address. A run joins it with
+    `--ray-address`, as a subprocess (`run_cli`) or in-process (`invoke_cli`, where the run uses this
+    process's Ray session and its warm workers)."""
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # as the runner does: no usage report
@@ -234,26 +249,30 @@ def ray_cluster() -> Iterator[str]:
         ray.shutdown()
 
 
-# The files that take longest, longest first. `--dist loadfile` hands whole files to the workers in
-# collection order, so a long file collected last (test_typing.py sorts near the end) runs alone while
+# The files that take longest, longest first (as measured with both workers busy, `--durations`). `--dist
+# loadfile` hands whole files to the workers in collection order (pytest_configure turns xdist's own
+# reordering off), so a long file collected last (test_typing.py sorts near the end) would run alone while
 # the other worker idles; starting the longest first keeps both busy to the end. Order only: every file
 # still runs, and a file's tests keep their own order.
 LONGEST_FIRST = (
     "tests/serve/test_serve_tau2_domains.py",
     "tests/tau2bench/test_tau2bench_cow.py",
     "tests/ray/test_ray_executor.py",
-    "tests/tau2bench/test_tau2bench_reward.py",
     "tests/tau2bench/test_tau2bench_interop.py",
     "tests/tau2bench/test_tau2bench_cow_evaluator.py",
-    "tests/reports/test_html_chromium.py",
-    "tests/cli/test_bad_input_table.py",
+    "tests/test_typing.py",
     "tests/tau2bench/test_tau2bench_loop.py",
     "tests/test_fault_matrix.py",
     "tests/proxy/test_record_replay.py",
+    "tests/tau2bench/test_tau2bench_reward.py",
     "tests/proxy/test_cost.py",
+    "tests/reports/test_html_chromium.py",
+    "tests/cli/test_bad_input_table.py",
+    "tests/results/test_trial_durability.py",
     "tests/serve/test_serve_shutdown.py",
+    "tests/reports/test_chromium_index_and_comparison.py",
     "tests/tau2bench/test_tau2bench_solo_parity.py",
-    "tests/test_typing.py",
+    "tests/serve/test_serve_guards.py",
 )
 
 
