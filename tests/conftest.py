@@ -27,10 +27,25 @@ VOLATILE_KEYS = frozenset({"timestamp", "duration", "recorded_at"})
 # A test process holds τ², litellm and several domain databases at once, and its tests allocate fast
 # (environments, dumps, trials): with Python's default thresholds (700, 10, 10) the cyclic collector
 # scans that heap again and again, up to 44% of a τ² test file's CPU (the loop tests: 16 s of 37). Fewer,
-# later collections; what is collected is the same. Only the test processes: a process a test starts
-# (serve, the console script, τ²'s, Ray's) keeps Python's defaults, as a user's does.
-GC_THRESHOLDS = (50_000, 20, 20)
-gc.set_threshold(*GC_THRESHOLDS)
+# later collections; what is collected is the same. Only the tests' own code: a command run in-process
+# (`invoke_cli`) gets Python's defaults back for its duration, as has the process it stands in for, and
+# so has a process a test starts (serve, the console script, τ²'s, Ray's). A run's behaviour may depend
+# on when garbage goes: an unreferenced SQLite connection to a deleted file holds its disk space until
+# collected (test_fault_matrix's full disk).
+PYTHON_GC_THRESHOLDS = gc.get_threshold()
+TEST_GC_THRESHOLDS = (50_000, 20, 20)
+gc.set_threshold(*TEST_GC_THRESHOLDS)
+
+
+@contextlib.contextmanager
+def python_gc_thresholds() -> Iterator[None]:
+    """Python's own collector thresholds for the duration: what a process running a command has."""
+    before = gc.get_threshold()
+    gc.set_threshold(*PYTHON_GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 # The cache of derived artefacts (tauproxy/derived_cache.py) goes to one temporary directory per test
@@ -107,6 +122,7 @@ def invoke_cli(
             contextlib.chdir(cwd or Path.cwd()),
             runner.isolation(env=full_env) as (out, err, _),
             _console_width(full_env.get("COLUMNS", os.environ.get("COLUMNS"))),
+            python_gc_thresholds(),
         ):
             # As in a started process: stderr escapes what it cannot encode (a non-UTF-8 argument
             # arrives as a lone surrogate), where the runner's stream would raise.
