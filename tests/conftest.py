@@ -265,30 +265,32 @@ def ray_cluster() -> Iterator[str]:
         ray.shutdown()
 
 
-# The files that take longest, longest first (as measured with both workers busy, `--durations`). `--dist
+# The files that take longest, longest first (seconds of one file on one worker, both workers busy). `--dist
 # loadfile` hands whole files to the workers in collection order (pytest_configure turns xdist's own
 # reordering off), so a long file collected last (test_typing.py sorts near the end) would run alone while
 # the other worker idles; starting the longest first keeps both busy to the end. Order only: every file
 # still runs, and a file's tests keep their own order.
 LONGEST_FIRST = (
-    "tests/serve/test_serve_tau2_domains.py",
-    "tests/tau2bench/test_tau2bench_cow.py",
-    "tests/ray/test_ray_executor.py",
-    "tests/tau2bench/test_tau2bench_interop.py",
-    "tests/tau2bench/test_tau2bench_cow_evaluator.py",
-    "tests/test_typing.py",
-    "tests/tau2bench/test_tau2bench_loop.py",
-    "tests/test_fault_matrix.py",
-    "tests/proxy/test_record_replay.py",
-    "tests/tau2bench/test_tau2bench_reward.py",
-    "tests/proxy/test_cost.py",
-    "tests/reports/test_html_chromium.py",
-    "tests/cli/test_bad_input_table.py",
-    "tests/results/test_trial_durability.py",
-    "tests/serve/test_serve_shutdown.py",
-    "tests/reports/test_chromium_index_and_comparison.py",
-    "tests/tau2bench/test_tau2bench_solo_parity.py",
-    "tests/serve/test_serve_guards.py",
+    "tests/serve/test_serve_tau2_domains.py",  # 81 s
+    "tests/ray/test_ray_executor.py",  # 73 s
+    "tests/tau2bench/test_tau2bench_cow.py",  # 44 s
+    "tests/tau2bench/test_tau2bench_interop.py",  # 33 s
+    "tests/cli/test_bad_input_table.py",  # 27 s
+    "tests/test_fault_matrix.py",  # 26 s
+    "tests/test_typing.py",  # 24 s
+    "tests/proxy/test_cost.py",  # 24 s
+    "tests/tau2bench/test_tau2bench_cow_evaluator.py",  # 22 s
+    "tests/proxy/test_record_replay.py",  # 22 s
+    "tests/tau2bench/test_tau2bench_reward.py",  # 18 s
+    "tests/results/test_trial_durability.py",  # 16 s
+    "tests/reports/test_html_chromium.py",  # 16 s
+    "tests/tau2bench/test_tau2bench_loop.py",  # 15 s
+    "tests/reports/test_chromium_index_and_comparison.py",  # 13 s
+    "tests/serve/test_serve_shutdown.py",  # 11 s
+    "tests/tau2bench/test_tau2bench_run_options.py",  # 9 s
+    "tests/serve/test_serve_guards.py",  # 9 s
+    "tests/tau2bench/test_tau2bench_judge.py",  # 9 s
+    "tests/tau2bench/test_tau2bench_solo_parity.py",  # 9 s
 )
 
 
