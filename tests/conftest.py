@@ -24,6 +24,29 @@ sys.path.insert(0, str(TESTS_DIR))
 # Fields that hold wall-clock readings; everything else in a results file must be reproducible.
 VOLATILE_KEYS = frozenset({"timestamp", "duration", "recorded_at"})
 
+# A test process holds τ², litellm and several domain databases at once, and its tests allocate fast
+# (environments, dumps, trials): with Python's default thresholds (700, 10, 10) the cyclic collector
+# scans that heap again and again, up to 44% of a τ² test file's CPU (the loop tests: 16 s of 37). Fewer,
+# later collections; what is collected is the same. Only the tests' own code: a command run in-process
+# (`invoke_cli`) gets Python's defaults back for its duration, as has the process it stands in for, and
+# so has a process a test starts (serve, the console script, τ²'s, Ray's). A run's behaviour may depend
+# on when garbage goes: an unreferenced SQLite connection to a deleted file holds its disk space until
+# collected (test_fault_matrix's full disk).
+PYTHON_GC_THRESHOLDS = gc.get_threshold()
+TEST_GC_THRESHOLDS = (50_000, 20, 20)
+gc.set_threshold(*TEST_GC_THRESHOLDS)
+
+
+@contextlib.contextmanager
+def python_gc_thresholds() -> Iterator[None]:
+    """Python's own collector thresholds for the duration: what a process running a command has."""
+    before = gc.get_threshold()
+    gc.set_threshold(*PYTHON_GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
 
 # The cache of derived artefacts (tauproxy/derived_cache.py) goes to one temporary directory per test
 # session, never the user's own: set before any test runs, inherited by every process a test starts.
@@ -33,6 +56,11 @@ _SESSION_CACHE: Path | None = None
 
 def pytest_configure(config: pytest.Config) -> None:
     global _SESSION_CACHE
+    if hasattr(config.option, "loadscopereorder"):
+        # pytest-xdist's scheduler would sort the files by their number of tests, most first, and so
+        # undo `LONGEST_FIRST` below: keep the collection order (`--no-loadscope-reorder`, set here so
+        # that `.ci/run`'s command stays the README's).
+        config.option.loadscopereorder = False
     if hasattr(config, "workerinput") and os.environ.get("TAUPROXY_TEST_CACHE_DIR"):
         os.environ["TAUPROXY_CACHE_DIR"] = os.environ["TAUPROXY_TEST_CACHE_DIR"]
         return
@@ -94,6 +122,7 @@ def invoke_cli(
             contextlib.chdir(cwd or Path.cwd()),
             runner.isolation(env=full_env) as (out, err, _),
             _console_width(full_env.get("COLUMNS", os.environ.get("COLUMNS"))),
+            python_gc_thresholds(),
         ):
             # As in a started process: stderr escapes what it cannot encode (a non-UTF-8 argument
             # arrives as a lone surrogate), where the runner's stream would raise.
@@ -219,11 +248,13 @@ def stub():
         server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[str]:
-    """One local Ray instance (2 CPUs, so 2 workers, no dashboard) for every `ray` test of the session, started
-    in this process; yields its address. A run joins it with `--ray-address`, as a subprocess (`run_cli`) or
-    in-process (`invoke_cli`, where the run uses this process's Ray session and its warm workers)."""
+    """One local Ray instance (2 CPUs, so 2 workers, no dashboard) for the `ray` tests of a module (all of
+    them are in tests/ray/test_ray_executor.py), started in this process and stopped after the module, so
+    that its processes do not idle beside the rest of the session; yields its address. A run joins it with
+    `--ray-address`, as a subprocess (`run_cli`) or in-process (`invoke_cli`, where the run uses this
+    process's Ray session and its warm workers)."""
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # as the runner does: no usage report
@@ -234,26 +265,32 @@ def ray_cluster() -> Iterator[str]:
         ray.shutdown()
 
 
-# The files that take longest, longest first. `--dist loadfile` hands whole files to the workers in
-# collection order, so a long file collected last (test_typing.py sorts near the end) runs alone while
+# The files that take longest, longest first (seconds of one file on one worker, both workers busy). `--dist
+# loadfile` hands whole files to the workers in collection order (pytest_configure turns xdist's own
+# reordering off), so a long file collected last (test_typing.py sorts near the end) would run alone while
 # the other worker idles; starting the longest first keeps both busy to the end. Order only: every file
 # still runs, and a file's tests keep their own order.
 LONGEST_FIRST = (
-    "tests/serve/test_serve_tau2_domains.py",
-    "tests/tau2bench/test_tau2bench_cow.py",
-    "tests/ray/test_ray_executor.py",
-    "tests/tau2bench/test_tau2bench_reward.py",
-    "tests/tau2bench/test_tau2bench_interop.py",
-    "tests/tau2bench/test_tau2bench_cow_evaluator.py",
-    "tests/reports/test_html_chromium.py",
-    "tests/cli/test_bad_input_table.py",
-    "tests/tau2bench/test_tau2bench_loop.py",
-    "tests/test_fault_matrix.py",
-    "tests/proxy/test_record_replay.py",
-    "tests/proxy/test_cost.py",
-    "tests/serve/test_serve_shutdown.py",
-    "tests/tau2bench/test_tau2bench_solo_parity.py",
-    "tests/test_typing.py",
+    "tests/serve/test_serve_tau2_domains.py",  # 81 s
+    "tests/ray/test_ray_executor.py",  # 73 s
+    "tests/tau2bench/test_tau2bench_cow.py",  # 44 s
+    "tests/tau2bench/test_tau2bench_interop.py",  # 33 s
+    "tests/cli/test_bad_input_table.py",  # 27 s
+    "tests/test_fault_matrix.py",  # 26 s
+    "tests/test_typing.py",  # 24 s
+    "tests/proxy/test_cost.py",  # 24 s
+    "tests/tau2bench/test_tau2bench_cow_evaluator.py",  # 22 s
+    "tests/proxy/test_record_replay.py",  # 22 s
+    "tests/tau2bench/test_tau2bench_reward.py",  # 18 s
+    "tests/results/test_trial_durability.py",  # 16 s
+    "tests/reports/test_html_chromium.py",  # 16 s
+    "tests/tau2bench/test_tau2bench_loop.py",  # 15 s
+    "tests/reports/test_chromium_index_and_comparison.py",  # 13 s
+    "tests/serve/test_serve_shutdown.py",  # 11 s
+    "tests/tau2bench/test_tau2bench_run_options.py",  # 9 s
+    "tests/serve/test_serve_guards.py",  # 9 s
+    "tests/tau2bench/test_tau2bench_judge.py",  # 9 s
+    "tests/tau2bench/test_tau2bench_solo_parity.py",  # 9 s
 )
 
 

@@ -1,6 +1,6 @@
 """`--executor ray`: the same cassette and identical results as the thread executor.
 
-Every run on Ray joins the session's one Ray instance (`ray_cluster` in tests/conftest.py: 2 CPUs, so 2
+Every run on Ray joins the module's one Ray instance (`ray_cluster` in tests/conftest.py: 2 CPUs, so 2
 workers) with `--ray-address`: in-process, where the run uses the test process's Ray session and its
 warm workers, and once as a subprocess that joins by address (the replay-miss test). One test, with
 scripted models, has a run start its own local instance (the path users take without a cluster). The
