@@ -99,6 +99,8 @@ class CassetteIndex:
             handle, temp = tempfile.mkstemp(dir=directory, prefix=".build-", suffix=".sqlite")
             os.close(handle)
             target = directory / f"{prefix}{generation}.sqlite"
+            db: sqlite3.Connection | None = None
+            building: CassetteIndex | None = None
             try:
                 db = connect(Path(temp))
                 _create_schema(db, fd)  # the call indexes come once the bulk is in (sync)
@@ -109,6 +111,11 @@ class CassetteIndex:
                 building.close()
                 os.replace(temp, target)
             except BaseException:
+                # Closed before the unlink: an open connection would keep the deleted file's space
+                # (on a full disk, the space the run needs) until the garbage collector came by.
+                for connection in (db, building.query.db if building is not None else None):
+                    if connection is not None:
+                        connection.close()
                 Path(temp).unlink(missing_ok=True)
                 Path(f"{temp}-journal").unlink(missing_ok=True)
                 raise
