@@ -9,6 +9,7 @@ Use it as `pytestmark = [pytest.mark.usefixtures("litellm_as_it_was"), ...]` aft
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -33,7 +34,13 @@ def tau2_in_process(litellm_as_it_was: None) -> Iterator[None]:
     import loguru
     from conftest import TAU2_LITELLM_SETTER
 
-    importlib.import_module(TAU2_LITELLM_SETTER)
+    if TAU2_LITELLM_SETTER in sys.modules:
+        # Imported by an earlier module of this process, whose `litellm_as_it_was` has since put the
+        # globals back: run its top level again, so this module sees them as τ²'s import sets them
+        # (without it, litellm prints its provider list into a command's JSON output).
+        importlib.reload(sys.modules[TAU2_LITELLM_SETTER])
+    else:
+        importlib.import_module(TAU2_LITELLM_SETTER)
     loguru.logger.disable("tau2")
     yield
     loguru.logger.enable("tau2")
