@@ -29,9 +29,8 @@ VOLATILE_KEYS = frozenset({"timestamp", "duration", "recorded_at"})
 # scans that heap again and again, up to 44% of a τ² test file's CPU (the loop tests: 16 s of 37). Fewer,
 # later collections; what is collected is the same. Only the tests' own code: a command run in-process
 # (`invoke_cli`) gets Python's defaults back for its duration, as has the process it stands in for, and
-# so has a process a test starts (serve, the console script, τ²'s, Ray's). A run's behaviour may depend
-# on when garbage goes: an unreferenced SQLite connection to a deleted file holds its disk space until
-# collected (test_fault_matrix's full disk).
+# so has a process a test starts (serve, the console script, τ²'s, Ray's): a command is tested as it runs,
+# never with garbage kept longer than a user's process would keep it.
 PYTHON_GC_THRESHOLDS = gc.get_threshold()
 TEST_GC_THRESHOLDS = (50_000, 20, 20)
 gc.set_threshold(*TEST_GC_THRESHOLDS)
