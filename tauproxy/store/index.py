@@ -41,7 +41,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from tauproxy.store.format import CassetteProblem, WrittenLine
+from tauproxy.store.format import CassetteProblem
 from tauproxy.store.index_build import IndexBuilder
 from tauproxy.store.index_db import (
     INDEX_DIR,
@@ -54,6 +54,7 @@ from tauproxy.store.index_db import (
     newest_index,
     tail_sha,
 )
+from tauproxy.store.index_pending import AppendedLine
 from tauproxy.store.index_problems import index_problems
 from tauproxy.store.index_query import IndexQuery
 
@@ -143,10 +144,16 @@ class CassetteIndex:
     def close(self) -> None:
         self.query.db.close()
 
-    def sync(self, size: int, written: Mapping[bytes, WrittenLine] | None = None) -> None:
+    def sync(self, size: int, written: Mapping[bytes, AppendedLine] | None = None) -> None:
         """Index the complete lines between what is covered and `size` (bytes known complete);
-        `written`: content lines just appended, already parsed (IndexBuilder.sync)."""
+        `written`: lines just appended, already parsed (IndexBuilder.sync). What this process
+        appended and held unindexed (index_pending.py) is indexed too, and let go."""
+        pending = self.query.unindexed
+        if pending:
+            written = {**pending.lines, **written} if written else pending.lines
+            size = max(size, pending.end)
         self._builder.sync(size, written)
+        pending.clear()
         self.state = FileState(self.state.dev, self.state.ino, max(size, self.state.size))
 
     def problems(self) -> list[CassetteProblem]:

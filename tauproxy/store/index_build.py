@@ -15,7 +15,7 @@ from typing import Any
 from tauproxy.data_model.key import sample_key
 from tauproxy.errors import CassetteError
 from tauproxy.store.entry import CassetteEntry
-from tauproxy.store.format import REF_LEN, BlobLine, CallLine, MsgLine, NodeLine, WrittenLine, parse_line
+from tauproxy.store.format import REF_LEN, BlobLine, CallLine, MsgLine, NodeLine, parse_line
 from tauproxy.store.index_db import (
     BLOB,
     CALL_INDEXES,
@@ -31,6 +31,7 @@ from tauproxy.store.index_db import (
     tail_sha,
 )
 from tauproxy.store.index_keys import KeyDeriver
+from tauproxy.store.index_pending import AppendedLine, KeyedCall
 from tauproxy.store.index_problems import missing_refs
 from tauproxy.store.index_query import IndexQuery
 
@@ -52,14 +53,16 @@ class IndexBuilder:
         self._content_rows: list[tuple[Any, ...]] = []
         self._call_rows: list[tuple[Any, ...]] = []
         self._unflushed_sks: set[bytes] = set()
-        self._written: Mapping[bytes, WrittenLine] = {}
+        self._written: Mapping[bytes, AppendedLine] = {}
 
-    def sync(self, size: int, written: Mapping[bytes, WrittenLine] | None = None) -> None:
+    def sync(self, size: int, written: Mapping[bytes, AppendedLine] | None = None) -> None:
         """Index the complete lines between what is covered and `size` (bytes known complete).
 
-        `written`: content and node lines a writer just appended, by their bytes, as parse_line reads
-        them; a line found with exactly those bytes is not parsed again (its text was hashed into its
-        reference, or its references into its node hash, by the writer that made both)."""
+        `written`: lines a writer appended, by their bytes, as parse_line reads them (a call line
+        with the key it was recorded under); a line found with exactly those bytes is not parsed
+        again (its text was hashed into its reference, or its references into its node hash, by the
+        writer that made both), and a call line's key is not derived again (the writer checked it
+        against the request the line stores)."""
         self._written = written or {}
         db = self._query.db
         db.execute("BEGIN IMMEDIATE")
@@ -201,7 +204,7 @@ class IndexBuilder:
             self._query.db.execute("INSERT OR REPLACE INTO bad VALUES (?, ?)", (number, str(exc)))
             return
         length = len(raw)
-        if isinstance(line, (CallLine, CassetteEntry)):  # a tuple: faster than a union, per line
+        if isinstance(line, (CallLine, CassetteEntry, KeyedCall)):  # a tuple: faster than a union, per line
             self._add_call(number, off, raw, line)
             return
         if isinstance(line, NodeLine):
@@ -224,13 +227,18 @@ class IndexBuilder:
             self._flush()
             self._add_clash(row)
 
-    def _add_call(self, number: int, off: int, raw: bytes, line: CassetteEntry | CallLine) -> None:
+    def _add_call(self, number: int, off: int, raw: bytes, line: CassetteEntry | CallLine | KeyedCall) -> None:
         # Written after their content (same append), calls usually resolve at once; the rest wait
         # for _settle (a union merge may put a call before the lines it refers to).
-        entry = line.unkeyed if isinstance(line, CallLine) else line
+        entry = line.unkeyed if isinstance(line, CallLine) else line.entry if isinstance(line, KeyedCall) else line
         ok = missing_refs(self._query, entry.request, entry.response, "call") is None
-        if isinstance(line, CallLine):
-            key = self._keys.key_of(entry.request) if ok else None
+        if isinstance(line, (CallLine, KeyedCall)):
+            if not ok:
+                key = None
+            elif isinstance(line, KeyedCall):
+                key = line.entry.key  # as recorded (module docstring of index_pending.py)
+            else:
+                key = self._keys.key_of(entry.request)
             ok = key is not None
             keys: tuple[Any, ...] = (None,) * 3
             if key is not None:
