@@ -150,8 +150,16 @@ class CassetteIndex:
         appended and held unindexed (index_pending.py) is indexed too, and let go."""
         pending = self.query.unindexed
         if pending:
-            written = {**pending.lines, **written} if written else pending.lines
-            size = max(size, pending.end)
+            if self._builder.insert_held(pending):
+                end = pending.end
+                pending.clear()
+                if size <= end:
+                    self.state = FileState(self.state.dev, self.state.ino, max(end, self.state.size))
+                    return
+                # the rest of the file (another writer's lines after these) as any lines
+            else:
+                written = {**pending.lines, **written} if written else pending.lines
+                size = max(size, pending.end)
         self._builder.sync(size, written)
         pending.clear()
         self.state = FileState(self.state.dev, self.state.ino, max(size, self.state.size))

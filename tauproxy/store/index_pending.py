@@ -48,6 +48,8 @@ class PendingCall(NamedTuple):
     length: int
     key: bytes  # the full request key (the index's `kf`)
     check: int  # index_db.line_check of its bytes (the index's `lh`)
+    line: int
+    entry: CassetteEntry
 
 
 class Unindexed:
@@ -58,8 +60,12 @@ class Unindexed:
         self.lines: dict[bytes, AppendedLine] = {}  # by their bytes (no newline), as the builder matches them
         self.content: dict[tuple[int, str], Located] = {}  # by (kind, short reference)
         self.calls: dict[bytes, PendingCall] = {}  # by sample key: the last line of each wins, as in the index
+        self.call_lines: list[PendingCall] = []  # every call line, in file order
+        self.start = 0  # where the first of them begins: the bytes the index covered then
+        self.lines_before = 0  # the file's lines before them
         self.end = 0  # the file's size after the last of them
         self.line_count = 0  # the file's lines up to `end`
+        self.resolved = True  # every node held resolves (its depth is known): IndexBuilder.insert_held
         self.call_count = 0
         self.size = 0  # bytes held
 
@@ -74,7 +80,9 @@ class Unindexed:
         self.lines.clear()
         self.content.clear()
         self.calls.clear()
-        self.end = self.line_count = self.call_count = self.size = 0
+        self.call_lines.clear()
+        self.start = self.lines_before = self.end = self.line_count = self.call_count = self.size = 0
+        self.resolved = True
 
     def add(
         self,
@@ -88,7 +96,8 @@ class Unindexed:
         `lines_before`: how many lines the file had before them (asked only when this run begins);
         `depth_of`: a chain node's depth, by reference (the index's, or one held here)."""
         if not self.lines:
-            self.line_count = lines_before()
+            self.start, self.lines_before = start, lines_before()
+            self.line_count = self.lines_before
         off = start
         for raw, line in appended:
             self.line_count += 1
@@ -96,19 +105,21 @@ class Unindexed:
             length = len(raw) - 1
             if isinstance(line, KeyedCall):
                 entry = line.entry
-                self.calls[sk_bytes(entry.sample_key)] = PendingCall(
-                    off, length, bytes.fromhex(entry.key), line_check(raw[:-1])
-                )
+                call = PendingCall(off, length, bytes.fromhex(entry.key), line_check(raw[:-1]), self.line_count, entry)
+                self.calls[sk_bytes(entry.sample_key)] = call
+                self.call_lines.append(call)
                 self.call_count += 1
             elif isinstance(line, NodeLine):
                 parent = depth_of(line.parent) if line.parent is not None else 0
                 depth = parent + 1 if parent is not None else None
+                self.resolved = self.resolved and depth is not None
                 located = Located(line.hash, off, length, self.line_count, line.parent, line.message, depth)
                 self.content[(NODE, line.hash[:REF_LEN])] = located
             else:
                 kind = MSG if isinstance(line, MsgLine) else BLOB
                 assert isinstance(line, MsgLine | BlobLine)
-                self.content[(kind, line.hash[:REF_LEN])] = Located(line.hash, off, length, self.line_count)
+                located = Located(line.hash, off, length, self.line_count, None, None, 0)  # as the index has it
+                self.content[(kind, line.hash[:REF_LEN])] = located
             off += len(raw)
             self.size += len(raw)
         self.end = off

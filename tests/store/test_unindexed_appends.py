@@ -19,6 +19,7 @@ from tauproxy.data_model.completion import CallRecording
 from tauproxy.store import index_pending
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.format import CALLS_FILE
+from tauproxy.store.index_build import IndexBuilder
 from tauproxy.store.index_db import INDEX_DIR
 from tauproxy.store.maintenance import verify
 
@@ -178,3 +179,46 @@ def test_kill_9_before_the_index_caught_up_loses_nothing(tmp_path: Path) -> None
     assert len(answered) == 6 and [cassette.lookup(key) is not None for key in answered] == [True] * 6
     assert cassette.problems == [] and len(cassette) == 6 and indexed_calls(cassette) == 6
     assert verify(cassette) == []
+
+
+def index_rows(directory: Path, index: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of an index file that says where lines are and what they hold."""
+    db = sqlite3.connect(index)
+    try:
+        return {
+            "content": sorted(db.execute("SELECT * FROM content").fetchall()),
+            "calls": db.execute("SELECT * FROM calls ORDER BY seq").fetchall(),
+            "meta": sorted(db.execute("SELECT * FROM meta").fetchall()),
+        }
+    finally:
+        db.close()
+
+
+def test_held_lines_are_indexed_from_memory_exactly_as_from_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_pending, "MAX_CALLS", 4)
+    from_memory: list[bool] = []
+    insert_held = IndexBuilder.insert_held
+
+    def spy(self: IndexBuilder, held: index_pending.Unindexed) -> bool:
+        from_memory.append(insert_held(self, held))
+        return from_memory[-1]
+
+    monkeypatch.setattr(IndexBuilder, "insert_held", spy)
+    directory = tmp_path / "c"
+    cassette = Cassette.open(directory)
+    messages = [SYSTEM]
+    for index in range(11):  # one conversation growing call by call: its chain nodes' parents indexed or held
+        messages = [*messages, {"role": "user", "content": f"turn {index}"}]
+        response = {"choices": [{"message": {"role": "assistant", "content": f"re {index}"}}]}
+        cassette.record(recording({"model": "m", "messages": messages}, response, call_index=index))
+        messages.append(response["choices"][0]["message"])
+        cassette.record(call_of("other", index))  # and calls of another task between
+    cassette.close()
+    assert from_memory and all(from_memory[1:])  # the first run starts a new index: read from the file
+    (caught_up,) = (directory / INDEX_DIR).glob("*.sqlite")
+    fresh = Cassette.open(directory, create=False, fresh_index=True)
+    built = fresh.index_path()
+    assert built is not None and built != caught_up
+    assert index_rows(directory, caught_up) == index_rows(directory, built)
