@@ -158,7 +158,7 @@ class CassetteIndex:
                     return
                 # the rest of the file (another writer's lines after these) as any lines
             else:
-                written = {**pending.lines, **written} if written else pending.lines
+                written = {**pending.lines(), **written} if written else pending.lines()
                 size = max(size, pending.end)
         self._builder.sync(size, written)
         pending.clear()

@@ -57,7 +57,7 @@ class Unindexed:
     cassette serialises calls."""
 
     def __init__(self) -> None:
-        self.lines: dict[bytes, AppendedLine] = {}  # by their bytes (no newline), as the builder matches them
+        self.appended: list[tuple[bytes, AppendedLine]] = []  # every line, with its newline, in file order
         self.content: dict[tuple[int, str], Located] = {}  # by (kind, short reference)
         self.calls: dict[bytes, PendingCall] = {}  # by sample key: the last line of each wins, as in the index
         self.call_lines: list[PendingCall] = []  # every call line, in file order
@@ -70,14 +70,19 @@ class Unindexed:
         self.size = 0  # bytes held
 
     def __bool__(self) -> bool:
-        return bool(self.lines)
+        return bool(self.appended)
+
+    def lines(self) -> dict[bytes, AppendedLine]:
+        """The lines by their bytes (no newline), as IndexBuilder.sync matches what it reads: made only
+        when they are read back from the file (IndexBuilder.insert_held could not take them)."""
+        return {raw[:-1]: line for raw, line in self.appended}
 
     def full(self) -> bool:
         """Whether the index should catch up now rather than hold more."""
         return self.call_count >= MAX_CALLS or self.size >= MAX_BYTES
 
     def clear(self) -> None:
-        self.lines.clear()
+        self.appended.clear()
         self.content.clear()
         self.calls.clear()
         self.call_lines.clear()
@@ -95,13 +100,13 @@ class Unindexed:
 
         `lines_before`: how many lines the file had before them (asked only when this run begins);
         `depth_of`: a chain node's depth, by reference (the index's, or one held here)."""
-        if not self.lines:
+        if not self.appended:
             self.start, self.lines_before = start, lines_before()
             self.line_count = self.lines_before
         off = start
         for raw, line in appended:
             self.line_count += 1
-            self.lines[raw[:-1]] = line
+            self.appended.append((raw, line))
             length = len(raw) - 1
             if isinstance(line, KeyedCall):
                 entry = line.entry
