@@ -27,8 +27,9 @@ by rename. The index is a cache, so it is written with `synchronous=OFF`: a kill
 it (the journal is in the OS), and power loss, which might, is caught by the checks above.
 
 Its parts: index_db.py (the SQLite file: schema, location, row codecs), index_query.py (reading),
-index_build.py (indexing new lines and resolving them), index_keys.py (deriving a v4 call's key)
-and index_problems.py (why a line cannot be used).
+index_build.py (indexing new lines and resolving them), index_keys.py (deriving a v4 call's key),
+index_pending.py (a writer's appends held until the index takes them) and index_problems.py (why a
+line cannot be used).
 """
 
 from __future__ import annotations

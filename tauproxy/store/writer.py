@@ -21,12 +21,15 @@ Durability and locking policy:
   rebuilds it if the file was replaced (compact, merge, prune, a git checkout: a different inode, or
   a shorter file), then writes only what the index does not hold; a call line is never written whose
   messages and chain nodes are not in the file. A call also dedups against the calls before it in
-  its batch (`BatchQuery`), so content two of them bring is written once. After the append the
-  index catches up again.
+  its batch (`BatchQuery`), so content two of them bring is written once. When the file is as this
+  process's last append left it (IndexedFile.unchanged), that catch-up is skipped: nothing else was
+  appended since.
+- After the append the lines are held beside the index, not indexed (index_pending.py): lookups and
+  the next batch's dedup see them, and the index takes them every so many calls in one transaction,
+  from what the writer holds, without reading or parsing them again or deriving their keys.
 - Cost per call: the request is canonicalised and each message encoded once (stored_parts; its key
   is checked from those texts); the index is asked about a batch's references in one query per
-  kind; and the content and node lines just written reach the index parsed, so catching up reads
-  the file but does not parse or hash them again.
+  kind.
 """
 
 from __future__ import annotations
