@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from tauproxy.store.entry import CassetteEntry
-from tauproxy.store.format import REF_LEN, BlobLine, MsgLine, NodeLine, WrittenLine
+from tauproxy.store.format import REF_LEN, MsgLine, NodeLine, WrittenLine
 from tauproxy.store.index_db import BLOB, MSG, NODE, Located, line_check, sk_bytes
 
 # The index catches up once this many calls, or bytes, are held here: memory stays bounded, and a
@@ -120,9 +120,8 @@ class Unindexed:
                 self.resolved = self.resolved and depth is not None
                 located = Located(line.hash, off, length, self.line_count, line.parent, line.message, depth)
                 self.content[(NODE, line.hash[:REF_LEN])] = located
-            else:
+            else:  # a message or a blob
                 kind = MSG if isinstance(line, MsgLine) else BLOB
-                assert isinstance(line, MsgLine | BlobLine)
                 located = Located(line.hash, off, length, self.line_count, None, None, 0)  # as the index has it
                 self.content[(kind, line.hash[:REF_LEN])] = located
             off += len(raw)
