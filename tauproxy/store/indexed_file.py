@@ -197,7 +197,7 @@ class IndexedFile:
         """Index what this process appended, then release the index connection and the file
         descriptor (also done when garbage-collected, without the indexing: the next open does it)."""
         with self.lock:
-            with contextlib.suppress(CassetteError):  # the file has every line: a later open indexes them
+            with contextlib.suppress(CassetteError, OSError, sqlite3.Error):  # a later open indexes them
                 self.catch_up()
             self._close_index()
 
