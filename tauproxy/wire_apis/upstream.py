@@ -108,8 +108,9 @@ class PassThroughTransport:
         built by the client itself (`build_request`: the same URL, headers and timeout), so the
         connection pool, TLS settings and errors are the client's. What `Client.send` adds around the
         transport (auth and redirect handling, event hooks, a cookie jar carried from one answer to
-        the next request) serve has no use for, and cost a third of the call's CPU. With a proxy in
-        the environment, which the client routes through a transport of its own, the client sends it.
+        the next request) serve has no use for, and cost about a quarter of the call's CPU (0.64
+        against 0.43-0.53 ms, measured alone). With a proxy in the environment, which the client
+        routes through a transport of its own, the client sends it.
         """
         client = self._http()
         direct = self._direct
