@@ -84,6 +84,8 @@ def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
             removed = service.cache.keep_only_this_session()
             kept = len(service.cache.recorded_keys)
             out(f"tauproxy serve: rewrite kept the {kept} calls this server recorded, removed {removed}")
+        if cassette is not None:
+            cassette.close()  # its index takes the calls it holds (store/index_pending.py); a late write reopens it
 
     describe = {
         "mode": config.mode.value,

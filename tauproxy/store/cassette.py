@@ -2,7 +2,8 @@
 
 `calls.jsonl` is the only source of truth; index.py keeps a derived SQLite index of where each line
 is (beside it in `.tauproxy-index/`, ignored by git, with the lock and any rewrite in progress),
-caught up on every open and append and rebuilt when it does not describe the file.
+caught up on every open and before every append (a writer's own appends reach it lazily:
+index_pending.py) and rebuilt when it does not describe the file.
 
 `Cassette` is the small front most callers need. Its parts, each with one job:
 

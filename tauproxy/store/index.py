@@ -27,8 +27,9 @@ by rename. The index is a cache, so it is written with `synchronous=OFF`: a kill
 it (the journal is in the OS), and power loss, which might, is caught by the checks above.
 
 Its parts: index_db.py (the SQLite file: schema, location, row codecs), index_query.py (reading),
-index_build.py (indexing new lines and resolving them), index_keys.py (deriving a v4 call's key)
-and index_problems.py (why a line cannot be used).
+index_build.py (indexing new lines and resolving them), index_keys.py (deriving a v4 call's key),
+index_pending.py (a writer's appends held until the index takes them) and index_problems.py (why a
+line cannot be used).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from tauproxy.store.format import CassetteProblem, WrittenLine
+from tauproxy.store.format import CassetteProblem
 from tauproxy.store.index_build import IndexBuilder
 from tauproxy.store.index_db import (
     INDEX_DIR,
@@ -54,6 +55,7 @@ from tauproxy.store.index_db import (
     newest_index,
     tail_sha,
 )
+from tauproxy.store.index_pending import AppendedLine
 from tauproxy.store.index_problems import index_problems
 from tauproxy.store.index_query import IndexQuery
 
@@ -143,10 +145,24 @@ class CassetteIndex:
     def close(self) -> None:
         self.query.db.close()
 
-    def sync(self, size: int, written: Mapping[bytes, WrittenLine] | None = None) -> None:
+    def sync(self, size: int, written: Mapping[bytes, AppendedLine] | None = None) -> None:
         """Index the complete lines between what is covered and `size` (bytes known complete);
-        `written`: content lines just appended, already parsed (IndexBuilder.sync)."""
+        `written`: lines just appended, already parsed (IndexBuilder.sync). What this process
+        appended and held unindexed (index_pending.py) is indexed too, and let go."""
+        pending = self.query.unindexed
+        if pending:
+            if self._builder.insert_held(pending):
+                end = pending.end
+                pending.clear()
+                if size <= end:
+                    self.state = FileState(self.state.dev, self.state.ino, max(end, self.state.size))
+                    return
+                # the rest of the file (another writer's lines after these) as any lines
+            else:
+                written = {**pending.lines(), **written} if written else pending.lines()
+                size = max(size, pending.end)
         self._builder.sync(size, written)
+        pending.clear()
         self.state = FileState(self.state.dev, self.state.ino, max(size, self.state.size))
 
     def problems(self) -> list[CassetteProblem]:

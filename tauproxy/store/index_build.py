@@ -15,7 +15,7 @@ from typing import Any
 from tauproxy.data_model.key import sample_key
 from tauproxy.errors import CassetteError
 from tauproxy.store.entry import CassetteEntry
-from tauproxy.store.format import REF_LEN, BlobLine, CallLine, MsgLine, NodeLine, WrittenLine, parse_line
+from tauproxy.store.format import REF_LEN, BlobLine, CallLine, MsgLine, NodeLine, parse_line
 from tauproxy.store.index_db import (
     BLOB,
     CALL_INDEXES,
@@ -31,6 +31,7 @@ from tauproxy.store.index_db import (
     tail_sha,
 )
 from tauproxy.store.index_keys import KeyDeriver
+from tauproxy.store.index_pending import AppendedLine, KeyedCall, PendingCall, Unindexed
 from tauproxy.store.index_problems import missing_refs
 from tauproxy.store.index_query import IndexQuery
 
@@ -52,14 +53,16 @@ class IndexBuilder:
         self._content_rows: list[tuple[Any, ...]] = []
         self._call_rows: list[tuple[Any, ...]] = []
         self._unflushed_sks: set[bytes] = set()
-        self._written: Mapping[bytes, WrittenLine] = {}
+        self._written: Mapping[bytes, AppendedLine] = {}
 
-    def sync(self, size: int, written: Mapping[bytes, WrittenLine] | None = None) -> None:
+    def sync(self, size: int, written: Mapping[bytes, AppendedLine] | None = None) -> None:
         """Index the complete lines between what is covered and `size` (bytes known complete).
 
-        `written`: content and node lines a writer just appended, by their bytes, as parse_line reads
-        them; a line found with exactly those bytes is not parsed again (its text was hashed into its
-        reference, or its references into its node hash, by the writer that made both)."""
+        `written`: lines a writer appended, by their bytes, as parse_line reads them (a call line
+        with the key it was recorded under); a line found with exactly those bytes is not parsed
+        again (its text was hashed into its reference, or its references into its node hash, by the
+        writer that made both), and a call line's key is not derived again (the writer checked it
+        against the request the line stores)."""
         self._written = written or {}
         db = self._query.db
         db.execute("BEGIN IMMEDIATE")
@@ -107,6 +110,66 @@ class IndexBuilder:
             self._unflushed_sks.clear()
             self._bulk = False
             self._written = {}
+
+    def insert_held(self, held: Unindexed) -> bool:
+        """Index what this process appended and holds (index_pending.py) from what it holds, without
+        reading the file: when the index covers exactly the bytes and lines before them, knows of no
+        clash, and every node held resolves. Else (another process indexed some of them, or a line
+        of another writer lies before them) False, and nothing is changed: `sync` reads them from
+        the file instead, as any lines."""
+        if held.start == 0 or not held.resolved or self._query.clashed:
+            return False  # a new index's first lines make its call indexes (sync)
+        db = self._query.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            meta = dict(db.execute("SELECT k, v FROM meta").fetchall())
+            if (
+                meta.get("schema") != SCHEMA
+                or (int(meta["covered"]), int(meta["lines"])) != (held.start, held.lines_before)
+                or tail_sha(self._query.fd, held.start) != meta["tail"]
+            ):
+                db.execute("ROLLBACK")
+                return False
+            rows = [
+                (kind, ref_int(found.full), bytes.fromhex(found.full), *found[1:])
+                for (kind, _), found in held.content.items()
+            ]
+            rows.sort(key=row_order)
+            before = db.total_changes
+            db.executemany("INSERT OR IGNORE INTO content VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            if db.total_changes - before != len(rows):  # stored already: a clash, or not ours alone
+                db.execute("ROLLBACK")
+                return False
+            samples = int(meta["samples"]) + self._new_samples_of(set(held.calls))  # before they are in
+            db.executemany(
+                "INSERT INTO calls (line, off, len, sk, key, kf, lh, ok, role, task, trial, model, chain) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
+                [_held_call_row(call) for call in held.call_lines],
+            )
+            db.executemany(
+                "UPDATE meta SET v = ? WHERE k = ?",
+                [
+                    (held.end, "covered"),
+                    (held.line_count, "lines"),
+                    (samples, "samples"),
+                    (tail_sha(self._query.fd, held.end), "tail"),
+                ],
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return True
+
+    def _new_samples_of(self, sks: set[bytes]) -> int:
+        """How many of these sample keys no usable call indexed so far has."""
+        known: set[bytes] = set()
+        ordered = list(sks)
+        for start in range(0, len(ordered), 500):  # under SQLite's 999 parameters
+            part = ordered[start : start + 500]
+            sql = f"SELECT DISTINCT sk FROM calls WHERE ok = 1 AND sk IN ({','.join('?' * len(part))})"
+            known.update(sk for (sk,) in self._query.db.execute(sql, part).fetchall())
+        return len(sks - known)
 
     def _index_range(self, start: int, size: int, lines: int) -> tuple[int, int]:
         """Index every complete line in [start, size); returns the end of the last one and the line count."""
@@ -201,7 +264,7 @@ class IndexBuilder:
             self._query.db.execute("INSERT OR REPLACE INTO bad VALUES (?, ?)", (number, str(exc)))
             return
         length = len(raw)
-        if isinstance(line, (CallLine, CassetteEntry)):  # a tuple: faster than a union, per line
+        if isinstance(line, (CallLine, CassetteEntry, KeyedCall)):  # a tuple: faster than a union, per line
             self._add_call(number, off, raw, line)
             return
         if isinstance(line, NodeLine):
@@ -224,13 +287,18 @@ class IndexBuilder:
             self._flush()
             self._add_clash(row)
 
-    def _add_call(self, number: int, off: int, raw: bytes, line: CassetteEntry | CallLine) -> None:
+    def _add_call(self, number: int, off: int, raw: bytes, line: CassetteEntry | CallLine | KeyedCall) -> None:
         # Written after their content (same append), calls usually resolve at once; the rest wait
         # for _settle (a union merge may put a call before the lines it refers to).
-        entry = line.unkeyed if isinstance(line, CallLine) else line
+        entry = line.unkeyed if isinstance(line, CallLine) else line.entry if isinstance(line, KeyedCall) else line
         ok = missing_refs(self._query, entry.request, entry.response, "call") is None
-        if isinstance(line, CallLine):
-            key = self._keys.key_of(entry.request) if ok else None
+        if isinstance(line, (CallLine, KeyedCall)):
+            if not ok:
+                key = None
+            elif isinstance(line, KeyedCall):
+                key = line.entry.key  # as recorded (module docstring of index_pending.py)
+            else:
+                key = self._keys.key_of(entry.request)
             ok = key is not None
             keys: tuple[Any, ...] = (None,) * 3
             if key is not None:
@@ -310,6 +378,12 @@ class IndexBuilder:
         if not isinstance(node, Located) or node.depth is None:
             return None
         return node.depth + 1
+
+
+def _held_call_row(call: PendingCall) -> tuple[Any, ...]:
+    """The calls row of a held call line (its `ok` is 1: insert_held)."""
+    entry, sk = call.entry, sk_bytes(call.entry.sample_key)
+    return (call.line, call.off, call.length, sk, ref_int(entry.key), call.key, call.check, *_scope_of(entry))
 
 
 def _scope_of(entry: CassetteEntry) -> tuple[Any, ...]:

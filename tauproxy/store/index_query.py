@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 from tauproxy.errors import CassetteError
@@ -27,6 +27,7 @@ from tauproxy.store.index_db import (
     sk_bytes,
     stream_rows,
 )
+from tauproxy.store.index_pending import Unindexed
 
 RECENT = 20_000  # resolved references remembered (bounded, so memory stays flat)
 # A replay miss ranks at most this many recorded calls to find the nearest one: those sharing the
@@ -48,6 +49,15 @@ class IndexQuery:
         self.clashed: set[tuple[int, int]] = set(db.execute("SELECT DISTINCT kind, r FROM clash").fetchall())
         # Content indexed but not yet inserted, by (kind, short reference): the builder fills it.
         self.unflushed: dict[tuple[int, str], Located] = {}
+        # Lines this process appended that are not indexed yet (index_pending.py), seen by `find` and
+        # `lookup`; a read that scans the index calls `catch_up` first, which indexes them.
+        self.unindexed = Unindexed()
+        self.catch_up: Callable[[], None] = _nothing_to_catch_up
+
+    def _complete(self) -> None:
+        """Before a read that scans the index: index what this process appended (index_pending.py)."""
+        if self.unindexed:
+            self.catch_up()
 
     def remember(self, key: tuple[int, str], found: Located) -> None:
         self.recent[key] = found
@@ -62,7 +72,7 @@ class IndexQuery:
         if memo is not None:
             return memo
         if not self.clashed or (kind, ref_int(ref)) not in self.clashed:
-            fresh = self.unflushed.get((kind, ref[:REF_LEN]))
+            fresh = self.unflushed.get((kind, ref[:REF_LEN])) or self.unindexed.content.get((kind, ref[:REF_LEN]))
             if fresh is not None and (len(ref) == REF_LEN or ref_matches(fresh.full, ref)):
                 return fresh  # otherwise it may be stored (a clash that _flush has yet to see)
         r = ref_int(ref)
@@ -88,8 +98,8 @@ class IndexQuery:
         for ref in refs:
             if len(ref) != REF_LEN or (self.clashed and (kind, ref_int(ref)) in self.clashed):
                 found[ref] = self.find(kind, ref)
-            elif (kind, ref) in self.recent or (kind, ref) in self.unflushed:
-                found[ref] = self.recent.get((kind, ref)) or self.unflushed[(kind, ref)]
+            elif (known := self._known(kind, ref)) is not None:
+                found[ref] = known
             else:
                 asked[ref_int(ref)] = ref
                 found[ref] = None  # unless a row says otherwise, below
@@ -109,6 +119,11 @@ class IndexQuery:
                     if located.depth is not None:
                         self.remember((kind, ref), located)
         return found
+
+    def _known(self, kind: int, ref: str) -> Located | None:
+        """Content found without a query: remembered, indexed but not inserted, or appended unindexed."""
+        key = (kind, ref)
+        return self.recent.get(key) or self.unflushed.get(key) or self.unindexed.content.get(key)
 
     def read_line(self, off: int, length: int) -> bytes:
         return os.pread(self.fd, length, off)
@@ -145,6 +160,9 @@ class IndexQuery:
         return line, f"call {line.sample_key[:12]}"
 
     def lookup(self, sample_key: str) -> CassetteEntry | None:
+        pending = self.unindexed.calls.get(sk_bytes(sample_key)) if self.unindexed else None
+        if pending is not None:  # appended after every indexed line: the winner
+            return self.entry_at(pending.off, pending.length, sample_key, pending.key, pending.check)
         row = self.db.execute(
             "SELECT off, len, kf, lh FROM calls WHERE sk = ? AND ok = 1 ORDER BY seq DESC LIMIT 1",
             (sk_bytes(sample_key),),
@@ -154,6 +172,7 @@ class IndexQuery:
     def _winners(
         self, where: str = "", args: tuple[int, ...] = (), only: set[bytes] | None = None
     ) -> Iterator[tuple[int, CassetteEntry]]:
+        self._complete()
         rows = self.db.execute(
             "SELECT line, off, len, sk, kf, lh FROM calls c WHERE ok = 1 " + where + " AND " + WINNER + " ORDER BY seq",
             args,
@@ -170,6 +189,7 @@ class IndexQuery:
 
     def sample_keys(self) -> Iterator[str]:
         """The sample key of every winning entry, in file order, without reading the file."""
+        self._complete()
         rows = self.db.execute("SELECT sk FROM calls c WHERE ok = 1 AND " + WINNER + " ORDER BY seq")
         for (sk,) in stream_rows(rows):
             yield sk.hex()
@@ -189,6 +209,7 @@ class IndexQuery:
         return self.meta("lines")
 
     def content_count(self, kind: int) -> int:
+        self._complete()
         return int(self.db.execute("SELECT COUNT(*) FROM content WHERE kind = ?", (kind,)).fetchone()[0])
 
     def text_of(self, kind: int, ref: str) -> str:
@@ -231,6 +252,7 @@ class IndexQuery:
         at most NEAR_LIMIT, those whose chain is one of `chain` (the request's own chain nodes) first,
         then those of the same task and trial, then of the same model, the latest first; returned in
         file order. Only the rows chosen are read from the file."""
+        self._complete()
         on_chain = ",".join("?" * len(chain)) or "NULL"
         rows = self.db.execute(
             "SELECT * FROM (SELECT seq, off, len, sk, kf, lh FROM calls c WHERE ok = 1 AND "
@@ -251,5 +273,10 @@ class IndexQuery:
 
     def has_calls_in(self, task_id: str, trial: int) -> bool:
         """Whether any usable call was recorded in this task and trial."""
+        self._complete()
         sql = "SELECT 1 FROM calls WHERE ok = 1 AND task = ? AND trial = ? LIMIT 1"
         return self.db.execute(sql, (task_id, trial)).fetchone() is not None
+
+
+def _nothing_to_catch_up() -> None:
+    """The catch-up of an index no cassette has taken: nothing is ever appended through it."""

@@ -4,6 +4,12 @@ Opening, reloading and closing live here, with the one rule every read and write
 is caught up with the file under the file lock (or rebuilt when the file was replaced), and a read
 that finds the index stale rebuilds it once. `generation` moves whenever the index does, so the
 reader's caches know when to drop what they hold.
+
+A writer's appends are indexed lazily (index_pending.py): `appended` holds them beside the index,
+which catches up every so many calls, before a read that scans it (IndexQuery.catch_up), before a
+writer indexes lines another one appended (`load_locked`), and on `close`. While the file is as this
+process left it after its last append (same inode, size and modification time, checked under the
+file lock: `unchanged`), the next append needs no catch-up at all.
 """
 
 from __future__ import annotations
@@ -12,13 +18,14 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from tauproxy.errors import CassetteError
-from tauproxy.store.format import CALLS_FILE, CassetteProblem, WrittenLine
+from tauproxy.store.format import CALLS_FILE, CassetteProblem
 from tauproxy.store.index import CassetteIndex, FileState, StaleIndex, index_dir_for
+from tauproxy.store.index_pending import AppendedLine
 from tauproxy.store.locking import fsync_dir, locked
 
 _T = TypeVar("_T")
@@ -31,7 +38,7 @@ class IndexedFile:
         self.directory = directory
         self.file = directory / CALLS_FILE
         self.problems: list[CassetteProblem] = []
-        self.samples = 0
+        self._samples = 0
         self.generation = 0  # moves whenever the index does (see the module docstring)
         self.snapshot = False  # built from bytes (a Ray worker's copy): never reloads, never writes
         self.lock = threading.RLock()  # threads sharing one cassette; the file lock is for processes
@@ -40,6 +47,15 @@ class IndexedFile:
         self._idx: CassetteIndex | None = None
         self._fd: int | None = None
         self._refreshed: tuple[CassetteIndex, int, list[Any]] | None = None  # what the last refresh saw
+        # The file as this process's last append left it (device, inode, size, mtime), every line of it
+        # indexed or held unindexed (index_pending.py); None when that is not known.
+        self._left: tuple[int, int, int, int] | None = None
+
+    @property
+    def samples(self) -> int:
+        """How many sample keys can be replayed (what this process appended counted too)."""
+        self.catch_up()
+        return self._samples
 
     @staticmethod
     def create(directory: Path) -> None:
@@ -88,7 +104,7 @@ class IndexedFile:
         state = state or self._stat()
         if state is None:
             self._close_index()
-            self.problems, self.samples = [], 0
+            self.problems, self._samples = [], 0
             self.generation += 1
             return
         idx = self._idx
@@ -103,9 +119,44 @@ class IndexedFile:
             self._open_index(state)
         self.refresh(state.size)
 
-    def synced_to(self, state: FileState, written: Mapping[bytes, WrittenLine] | None = None) -> None:
+    def unchanged(self, stat: os.stat_result) -> bool:
+        """Whether the file (`stat`, taken under the file lock) is as this process's last append left
+        it: then every line of it is indexed or held, and the next append needs no catch-up."""
+        left = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        return self._idx is not None and self._left == left
+
+    def appended(
+        self, start: int, lines: Sequence[tuple[bytes, AppendedLine]], after: os.stat_result, hold: bool = True
+    ) -> None:
+        """An append of ours wrote `lines` (each with its newline) at byte `start`, and `after` is the
+        file once they were written; the caller holds the file lock, and caught the index up with the
+        file before the append (or found it `unchanged` since the last one). So the lines follow what
+        is indexed or held, and are held too (index_pending.py), unless it is time to catch up or
+        `hold` is False (lines that must be indexed through the slow path: a clash, a cut line)."""
+        idx = self.index()
+        pending = idx.query.unindexed
+        state = FileState(after.st_dev, after.st_ino, after.st_size)
+        ours = (state.dev, state.ino) == (idx.state.dev, idx.state.ino)
+        if hold and ours and start + sum(len(raw) for raw, _ in lines) == state.size:
+            pending.add(start, idx.query.lines, lines, idx.query.depth)
+            if pending.full():
+                self.synced_to(state)
+            else:
+                self.generation += 1  # the reader's caches may hold a miss for a call just appended
+        else:
+            self.synced_to(state, {raw[:-1]: line for raw, line in lines})
+        self._left = (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns) if ours else None
+
+    def catch_up(self) -> None:
+        """Index what this process appended and holds unindexed (index_pending.py), if anything."""
+        with self.lock:
+            idx = self._idx
+            if idx is not None and idx.query.unindexed:
+                self.synced_to(FileState(idx.state.dev, idx.state.ino, idx.query.unindexed.end))
+
+    def synced_to(self, state: FileState, written: Mapping[bytes, AppendedLine] | None = None) -> None:
         """The file grew to `state.size` by an append of ours: index it (reopened if the index failed).
-        `written`: the content lines of that append, parsed (IndexBuilder.sync)."""
+        `written`: the lines of that append, parsed (IndexBuilder.sync)."""
         idx = self.index()
         try:
             idx.sync(state.size, written)
@@ -132,6 +183,7 @@ class IndexedFile:
                 # No index can be written there (a full disk): keep one in memory instead, so that the
                 # cassette itself decides what works (an append then fails, and says why).
                 self._idx = CassetteIndex.in_memory(self._source, fd, state)
+            self._idx.query.catch_up = self.catch_up
         except (sqlite3.Error, OSError) as exc:
             os.close(fd)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -142,8 +194,11 @@ class IndexedFile:
         self._fd = fd
 
     def close(self) -> None:
-        """Release the index connection and the file descriptor (also done when garbage-collected)."""
+        """Index what this process appended, then release the index connection and the file
+        descriptor (also done when garbage-collected, without the indexing: the next open does it)."""
         with self.lock:
+            with contextlib.suppress(CassetteError, OSError, sqlite3.Error):  # a later open indexes them
+                self.catch_up()
             self._close_index()
 
     def __del__(self) -> None:
@@ -152,6 +207,7 @@ class IndexedFile:
 
     def _close_index(self) -> None:
         self._refreshed = None
+        self._left = None
         if self._idx is not None:
             self._idx.close()
             self._idx = None
@@ -182,7 +238,7 @@ class IndexedFile:
                 )
             )
         self.problems = problems
-        self.samples = idx.query.samples()
+        self._samples = idx.query.samples()
 
     def index(self) -> CassetteIndex:
         if self._idx is None:
@@ -190,8 +246,10 @@ class IndexedFile:
         return self._idx
 
     def current(self) -> CassetteIndex | None:
-        """The index in use, or None (for readers that stream outside the lock)."""
+        """The index in use, with everything this process appended indexed, or None (for readers
+        that stream outside the lock)."""
         with self.lock:
+            self.catch_up()
             return self._idx
 
     def read(self, action: Callable[[CassetteIndex], _T]) -> _T:

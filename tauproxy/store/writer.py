@@ -21,12 +21,15 @@ Durability and locking policy:
   rebuilds it if the file was replaced (compact, merge, prune, a git checkout: a different inode, or
   a shorter file), then writes only what the index does not hold; a call line is never written whose
   messages and chain nodes are not in the file. A call also dedups against the calls before it in
-  its batch (`BatchQuery`), so content two of them bring is written once. After the append the
-  index catches up again.
+  its batch (`BatchQuery`), so content two of them bring is written once. When the file is as this
+  process's last append left it (IndexedFile.unchanged), that catch-up is skipped: nothing else was
+  appended since.
+- After the append the lines are held beside the index, not indexed (index_pending.py): lookups and
+  the next batch's dedup see them, and the index takes them every so many calls in one transaction,
+  from what the writer holds, without reading or parsing them again or deriving their keys.
 - Cost per call: the request is canonicalised and each message encoded once (stored_parts; its key
   is checked from those texts); the index is asked about a batch's references in one query per
-  kind; and the content and node lines just written reach the index parsed, so catching up reads
-  the file but does not parse or hash them again.
+  kind.
 """
 
 from __future__ import annotations
@@ -44,7 +47,6 @@ from tauproxy.store.format import (
     BlobLine,
     MsgLine,
     NodeLine,
-    WrittenLine,
     encode_blob_text,
     encode_call,
     encode_msg_text,
@@ -56,6 +58,7 @@ from tauproxy.store.format import (
 from tauproxy.store.group_commit import GroupCommit
 from tauproxy.store.index import FileState
 from tauproxy.store.index_db import BLOB, MSG, NODE, Located
+from tauproxy.store.index_pending import AppendedLine, KeyedCall
 from tauproxy.store.index_query import IndexQuery
 from tauproxy.store.indexed_file import IndexedFile
 from tauproxy.store.locking import locked
@@ -141,29 +144,34 @@ class CassetteWriter:
 
     def _append_locked(self, fd: int, batch: Sequence[tuple[CassetteEntry, StoredParts]]) -> list[CassetteEntry]:
         stat = os.fstat(fd)
-        # Everything before st_size is complete (we hold the lock): index it, or rebuild the index if
-        # the file was replaced (compact, merge, prune, a git checkout), so that what we skip as
-        # already stored really is on disk.
-        self._file.load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
+        if not self._file.unchanged(stat):
+            # Everything before st_size is complete (we hold the lock): index it, or rebuild the index
+            # if the file was replaced (compact, merge, prune, a git checkout), so that what we skip as
+            # already stored really is on disk. Unchanged since our last append: all of it is known.
+            self._file.load_locked(FileState(stat.st_dev, stat.st_ino, stat.st_size))
         # Each call of the batch dedups against the file and against the calls before it in the batch.
         pending = BatchQuery(self._file.index().query)
         pending.prefetch([parts for _, parts in batch])
         written: list[CassetteEntry] = []
-        lines: list[str] = []
-        content: dict[bytes, WrittenLine] = {}  # the content and node lines, as the index reads them
+        lines: list[tuple[bytes, AppendedLine]] = []  # each line with its newline, as the index reads it
+        hold = True
         for entry, parts in batch:
             refs = Refs(pending)
             written.append(refs.resolve(entry, parts))
-            lines += refs.lines(parts)
-            content.update(refs.content_lines(parts))
-            lines.append(encode_call(written[-1]))
+            lines += refs.content_lines(parts)
+            line = encode_call(written[-1]).encode("utf-8")
+            lines.append((line, KeyedCall(written[-1])))
             pending.add(refs)
-        payload = "".join(lines).encode("utf-8")
+            hold = hold and not refs.clashed
+        payload = b"".join(raw for raw, _ in lines)
+        start = stat.st_size
         if stat.st_size and os.pread(fd, 1, stat.st_size - 1) != b"\n":
             payload = b"\n" + payload  # a crash cut the last line: never glue onto it
+            start, hold = start + 1, False
         _write_all(fd, payload)
-        # Indexed from the file as any append is, without parsing again the content and node lines just made.
-        self._file.synced_to(FileState(stat.st_dev, stat.st_ino, stat.st_size + len(payload)), content)
+        # Indexed from the file as any append is, later (index_pending.py), and without parsing again
+        # the lines just made.
+        self._file.appended(start, lines, os.fstat(fd), hold)
         return written
 
 
@@ -236,9 +244,7 @@ class Refs:
 
     def __init__(self, query: IndexQuery | BatchQuery) -> None:
         self._query = query
-        self.messages: list[tuple[str, str]] = []  # (reference, text) to write
-        self.blobs: list[tuple[str, str]] = []
-        self.nodes: list[Node] = []
+        self.nodes: list[Node] = []  # to write
         self.new_content: list[tuple[int, str, str]] = []  # (kind, reference, full hash) of what is written
         self.new_nodes: list[tuple[str, str | None, str, str]] = []  # (reference, parent, message, full hash)
 
@@ -259,15 +265,13 @@ class Refs:
             ref, stored = self._ref(MSG, digest)
             if not stored and ref not in queued:
                 queued.add(ref)
-                self.messages.append((ref, parts.messages[digest]))
                 self.new_content.append((MSG, ref, digest))
             message_refs.append(ref)
         reply_ref = message_refs.pop()
         blob_refs: dict[str, str] = {}
-        for digest, text in parts.blobs.items():
+        for digest in parts.blobs:
             ref, stored = self._ref(BLOB, digest)
             if not stored:
-                self.blobs.append((ref, text))
                 self.new_content.append((BLOB, ref, digest))
             blob_refs[digest] = ref
         nodes: list[Node] = []
@@ -302,27 +306,28 @@ class Refs:
         )
         return entry.model_copy(update={"request": request, "response": response})
 
-    def content_lines(self, parts: StoredParts) -> dict[bytes, WrittenLine]:
-        """The message, blob and node lines `lines` writes, by their bytes (no newline), as parse_line
-        reads them: the full hash of each text, and the text; each node's full hash (resolve made it
-        from the same references the line holds), its parent and message."""
-        found: dict[bytes, WrittenLine] = {}
+    @property
+    def clashed(self) -> bool:
+        """Whether any line is written under a full reference (a clash, see format.py)."""
+        return any(len(ref) > REF_LEN for _, ref, _ in self.new_content) or any(
+            len(ref) > REF_LEN for ref, _, _, _ in self.new_nodes
+        )
+
+    def content_lines(self, parts: StoredParts) -> list[tuple[bytes, AppendedLine]]:
+        """The message, blob and node lines to write before the call line, in order, each with its
+        newline and as parse_line reads it: the full hash of each text, and the text; each node's
+        full hash (resolve made it from the same references the line holds), its parent and message."""
+        found: list[tuple[bytes, AppendedLine]] = []
         for kind, ref, full in self.new_content:
             if kind == MSG:
                 text = parts.messages[full]
-                found[encode_msg_text(ref, text)[:-1].encode()] = MsgLine(full, text)
+                found.append((encode_msg_text(ref, text).encode("utf-8"), MsgLine(full, text)))
             else:
                 text = parts.blobs[full]
-                found[encode_blob_text(ref, text)[:-1].encode()] = BlobLine(full, text)
+                found.append((encode_blob_text(ref, text).encode("utf-8"), BlobLine(full, text)))
         for _, parent, message, full in self.new_nodes:
-            found[encode_node(parent, message)[:-1].encode()] = NodeLine(full, parent, message)
+            found.append((encode_node(parent, message).encode("utf-8"), NodeLine(full, parent, message)))
         return found
-
-    def lines(self, parts: StoredParts) -> list[str]:
-        lines = [encode_msg_text(ref, text) for ref, text in self.messages]
-        lines += [encode_blob_text(ref, text) for ref, text in self.blobs]
-        lines += [encode_node(parent, message) for _, parent, message in self.nodes]
-        return lines
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import urllib.request
 from collections.abc import Mapping
 
 import httpx
@@ -84,13 +85,45 @@ class PassThroughTransport:
     def __init__(self, apis: Mapping[str, WireApi], client: httpx.Client | None = None) -> None:
         self._apis = dict(apis)
         self._client = client
+        self._direct: httpx.HTTPTransport | None = None  # None: the client sends every call (_post)
         self._lock = threading.Lock()
 
     def _http(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client()
+                # With a proxy in the environment (read once, as the client reads it when it is made),
+                # the client alone knows where each call goes. Else its transport is made as the client
+                # would make its own (a client given one reads no proxy), and kept for _post.
+                if urllib.request.getproxies():
+                    self._client = httpx.Client()
+                else:
+                    self._direct = httpx.HTTPTransport()
+                    self._client = httpx.Client(transport=self._direct)
             return self._client
+
+    def _post(self, url: str, content: bytes, headers: dict[str, str], timeout: float) -> httpx.Response:
+        """The upstream's answer, read whole; httpx's errors as the client raises them.
+
+        Serve's own client (none given) sends a call straight through its transport, its request
+        built by the client itself (`build_request`: the same URL, headers and timeout), so the
+        connection pool, TLS settings and errors are the client's. What `Client.send` adds around the
+        transport (auth and redirect handling, event hooks, a cookie jar carried from one answer to
+        the next request) serve has no use for, and cost about a quarter of the call's CPU (0.64
+        against 0.43-0.53 ms, measured alone). With a proxy in the environment, which the client
+        routes through a transport of its own, the client sends it.
+        """
+        client = self._http()
+        direct = self._direct
+        if direct is None:
+            return client.post(url, content=content, headers=headers, timeout=timeout)
+        response = direct.handle_request(
+            client.build_request("POST", url, content=content, headers=headers, timeout=timeout)
+        )
+        try:
+            response.read()
+        finally:
+            response.close()
+        return response
 
     def complete(self, call: ModelCall) -> Completion:
         api = self._apis.get(call.api)
@@ -111,7 +144,7 @@ class PassThroughTransport:
         timeout = connection.timeout if connection.timeout is not None else DEFAULT_TIMEOUT_S
         started = time.perf_counter()
         try:
-            response = self._http().post(url, content=compact_json(body), headers=headers, timeout=timeout)
+            response = self._post(url, compact_json(body), headers, timeout)
         except httpx.TimeoutException:
             message = f"{call.model}: no answer from {url} within {timeout:g} s"
             raise ModelCallError(message, code="upstream_timeout") from None
@@ -141,8 +174,9 @@ class PassThroughTransport:
     def close(self) -> None:
         with self._lock:
             if self._client is not None:
-                self._client.close()
+                self._client.close()  # its transport (_direct) too
                 self._client = None
+                self._direct = None
 
 
 class ByWireApi:

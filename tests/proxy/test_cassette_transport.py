@@ -103,6 +103,17 @@ def test_auto_records_a_miss_and_replays_it_next_time(tmp_path: Path) -> None:
     assert len(live.calls) == 1
 
 
+def test_auto_replays_a_call_the_same_cassette_recorded_moments_before(tmp_path: Path) -> None:
+    # Its index has not caught up with the append yet (store/index_pending.py): the lookup still finds it.
+    cassette = Cassette.open(tmp_path / "c")
+    first = layer(cassette, RecordMode.AUTO, MockTransport(echo)).complete(call_for(request()))
+    assert cassette.reader._file.index().query.unindexed
+    dead = MockTransport(lambda call: pytest.fail("went live for a recorded call"))
+    again = layer(cassette, RecordMode.AUTO, dead).complete(call_for(request()))
+    assert (first.source, again.source) == ("live", "replay")
+    assert first.body == again.body and dead.calls == []
+
+
 def test_a_miss_names_the_nearest_call_and_what_differs(tmp_path: Path) -> None:
     cassette = holding_one_call(tmp_path)
     with pytest.raises(ReplayMissError) as miss:

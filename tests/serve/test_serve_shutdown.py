@@ -4,6 +4,7 @@ disk, and nothing new is accepted."""
 from __future__ import annotations
 
 import signal
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -18,6 +19,16 @@ pytestmark = pytest.mark.slow
 
 def chat(text: str) -> dict[str, Any]:
     return {"model": "gpt-stub", "messages": [{"role": "user", "content": text}], "seed": 1}
+
+
+def indexed_calls(cassette: Path) -> int:
+    """The call rows of the cassette's index file, read as it was left (not caught up by opening it)."""
+    (path,) = (cassette / ".tauproxy-index").glob("*.sqlite")
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+    finally:
+        db.close()
 
 
 def test_sigterm_loses_nothing(tmp_path: Path) -> None:
@@ -59,6 +70,7 @@ def test_sigterm_loses_nothing(tmp_path: Path) -> None:
         assert all(isinstance(a, httpx.Response) and a.status_code == 200 for a in answers), answers
         assert len(answers) == 4
         assert cassette_calls(cassette) == 7  # every answered call was fsynced before its answer
+        assert indexed_calls(cassette) == 7  # and the index took those the server held (store/index_pending.py)
         assert "stopped after 7 requests" in server.stdout_text()
         with pytest.raises(httpx.ConnectError):
             httpx.post(server.url + "/chat/completions", json=chat("too late"), timeout=5)

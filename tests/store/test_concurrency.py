@@ -73,6 +73,6 @@ def test_threads_append_concurrently_through_one_and_several_objects(tmp_path: P
     cassette = Cassette.open(directory, create=False)
     assert len(cassette) == 400
     assert verify(cassette) == []
-    # Each object's index catches up on every append it makes, so it sees its own calls and every
-    # call appended before its last one.
+    # Each object's index catches up with every append it makes (at the latest when counted), so it
+    # sees its own calls and every call appended before its last one.
     assert len(shared) >= 200 and len(other) >= 200 and max(len(shared), len(other)) == 400

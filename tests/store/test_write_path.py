@@ -12,9 +12,10 @@ from recordings import recording
 from tauproxy.data_model.key import canonical_json, canonical_request, request_key
 from tauproxy.errors import CassetteError
 from tauproxy.store.cassette import Cassette
-from tauproxy.store.format import BlobLine, MsgLine, encode_node, parse_line, short_ref
+from tauproxy.store.format import CallLine, encode_node, parse_line, short_ref
+from tauproxy.store.index_build import IndexBuilder
 from tauproxy.store.index_db import MSG
-from tauproxy.store.indexed_file import IndexedFile
+from tauproxy.store.index_pending import AppendedLine, KeyedCall
 from tauproxy.store.wire_form import stored_parts
 
 TOOLS = [{"type": "function", "function": {"name": "look", "description": None, "parameters": {"b": 1, "a": [2.5]}}}]
@@ -44,27 +45,33 @@ def answer(index: int) -> dict[str, Any]:
     return {"id": f"r{index}", "model": "m-1", "choices": [{"message": message, "finish_reason": "stop"}]}
 
 
-def test_content_lines_handed_to_the_index_are_what_parsing_them_gives(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    handed: list[dict[bytes, MsgLine | BlobLine]] = []
-    synced_to = IndexedFile.synced_to
+def test_lines_handed_to_the_index_are_what_parsing_them_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    handed: list[dict[bytes, AppendedLine]] = []
+    sync = IndexBuilder.sync
 
-    def spy(self: IndexedFile, state: Any, written: Any = None) -> None:
+    def spy(self: IndexBuilder, size: int, written: Any = None) -> None:
         handed.append(dict(written or {}))
-        synced_to(self, state, written)
+        sync(self, size, written)
 
-    monkeypatch.setattr(IndexedFile, "synced_to", spy)
+    monkeypatch.setattr(IndexBuilder, "sync", spy)
     cassette = Cassette.open(tmp_path / "c")
     for index in range(3):
         cassette.record(recording(awkward_request(index), answer(index), call_index=index))
-    assert handed and all(handed) and sum(len(lines) for lines in handed) >= 6
+    cassette.close()  # the index catches up with what was appended (index_pending.py)
+    assert sum(len(lines) for lines in handed) >= 9
+    calls = 0
     for lines in handed:
         for raw, line in lines.items():
-            assert parse_line(raw) == line
+            parsed = parse_line(raw)
+            if isinstance(line, KeyedCall):  # a call line: with the key it was recorded under
+                assert isinstance(parsed, CallLine) and parsed.keyed(line.entry.key) == line.entry
+                calls += 1
+            else:
+                assert parsed == line
+    assert calls == 3
     reopened = Cassette.open(tmp_path / "c", fresh_index=True)  # built from the file alone
     assert reopened.problems == [] and len(reopened) == 3
-    assert [e.sample_key for e in reopened.entries()] == [e.sample_key for e in cassette.entries()]
+    assert [e.sample_key for e in reopened.entries()] == [e.sample_key for e in Cassette.open(tmp_path / "c").entries()]
 
 
 def test_stored_parts_key_is_request_key() -> None:
