@@ -30,6 +30,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tauproxy.tau2bench import model_pickle
+
 __all__ = ["COW_MIN_ENTRIES", "BaseDatabases", "CowDict", "EnvironmentFactory", "fast_copy", "fork_db"]
 
 # A dict field with at least this many records is shared copy-on-write; smaller ones are copied whole
@@ -422,6 +424,16 @@ class BaseDatabases:
     def load(cls, get_environment: Callable[..., Any], *, user_db: bool = False) -> BaseDatabases:
         loaded = get_environment()
         return cls(loaded.tools.db, loaded.user_tools.db if user_db else None)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled the lean way (tau2bench/model_pickle.py): unpickling airline's tens of thousands of
+        # records through pydantic's __setstate__ was most of loading them from the cache.
+        return (_unpickle_databases, (model_pickle.dumps((self.db, self.user_db)),))
+
+
+def _unpickle_databases(payload: bytes) -> BaseDatabases:
+    db, user_db = model_pickle.loads(payload)
+    return BaseDatabases(db, user_db)
 
 
 class EnvironmentFactory:
