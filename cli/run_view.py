@@ -195,18 +195,34 @@ def _execute(prepared: PreparedRun, json_output: bool, trials: RunTrials) -> Str
         fit_bar(bar_column, err_console.width, label, line)
         bar = progress.add_task(label, total=state.total, completed=state.done, line=line)
 
+        shown_at = time.monotonic()
+
+        def show(now: float) -> None:
+            nonlocal shown_at
+            shown_at = now
+            line = progress_line(state, now)
+            fit_bar(bar_column, err_console.width, label, line)
+            progress.update(bar, completed=state.done, total=state.total, line=line)
+
         def advance(run: SimulationRun, done: int, total: int) -> None:
             trials.new_costs.add(run)
             state.finish(run)
             state.done, state.total = done, total  # the runner's count is the truth
-            line = progress_line(state, time.monotonic())
-            fit_bar(bar_column, err_console.width, label, line)
-            progress.update(bar, completed=done, total=total, line=line)
+            now = time.monotonic()
+            # The bar is redrawn LINE_EVERY_S at most: a line rebuilt (and the terminal's width asked)
+            # for every trial of a replay finishing hundreds a second is work nobody sees.
+            if done >= total or now - shown_at >= LINE_EVERY_S:
+                show(now)
 
-        return execute_streamed(prepared, trials.add, progress=advance)
+        try:
+            return execute_streamed(prepared, trials.add, progress=advance)
+        finally:
+            show(time.monotonic())  # a run that stops early leaves its last count shown, not an older one
 
 
 BAR_WIDTH = 40
+# rich redraws a live bar 10 times a second: a line updated more often than that is never seen.
+LINE_EVERY_S = 0.1
 
 
 def progress_bar(console: Console, label: str, transient: bool) -> tuple[Progress, BarColumn]:

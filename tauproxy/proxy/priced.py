@@ -25,7 +25,12 @@ class PriceStep:
 
     def apply(self, call: ModelCall, completion: Completion, recorded: Cost | None = None) -> Completion:
         """`completion` with its cost: what `call` costs now, else what it was `recorded` with."""
-        return replace(completion, cost=self.pricing.call_cost(call, completion.usage, recorded))
+        usage = completion.usage
+        priced = replace(completion, cost=self.pricing.call_cost(call, usage, recorded))
+        # The copy starts without the usage its original just parsed from the body (a cached
+        # property); handed over, so the client does not parse it again for every call.
+        priced.__dict__["usage"] = usage
+        return priced
 
 
 class PricedTransport:

@@ -4,9 +4,11 @@ Prices come from litellm's bundled price map, read as a JSON file (litellm is ne
 it), or from a user's `--prices` file that overrides it. A model with no price costs `None`
 ("unknown"), never 0. Scripted and local models cost 0 by declaration.
 
-The map is read once per process (it is 3.5 MB of JSON) and shared: by every `Pricing`, and by
-`map_provider`, which tells the provider litellm files a bare model name under (serve passes chat
-calls of OpenAI's models through without litellm, wire_apis/chat_route.py).
+The map is 3.5 MB of JSON. A `Pricing` reads only the entries of the models it prices, kept across
+processes in the cache of derived artefacts (`map_entries`); the whole map is parsed at most once per
+process and shared: to fill that cache, and by `map_provider`, which tells the provider litellm files
+a bare model name under (serve passes chat calls of OpenAI's models through without litellm,
+wire_apis/chat_route.py).
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from tauproxy.data_model.call import Cost, ModelCall, Usage
+from tauproxy.derived_cache import cached, files_digest
 from tauproxy.errors import ConfigError
 from tauproxy.structured_file import read_mapping_file
 
@@ -47,16 +49,13 @@ class PriceAlias(BaseModel):
 
 
 class Pricing:
-    """Prices calls. Thread-safe; the litellm map is read on the first priced call only."""
+    """Prices calls. Thread-safe; the litellm map is read on the first priced call only (map_entries)."""
 
     def __init__(
         self, overrides: dict[str, ModelPrice | PriceAlias] | None = None, override_source: str | None = None
     ) -> None:
         self._overrides = overrides or {}
         self._override_source = override_source
-        self._map: dict[str, Any] | None = None
-        self._map_source = "litellm-price-map"
-        self._lock = threading.Lock()
         # Each model's price, once found: a replay prices every hit, and serve answers hits in a
         # fraction of a millisecond, which validating a price-map entry per call would double.
         self._found: dict[str, tuple[ModelPrice | None, str]] = {}
@@ -90,12 +89,13 @@ class Pricing:
         return self._map_price(model)
 
     def _map_price(self, model: str) -> tuple[ModelPrice | None, str]:
-        table = self._litellm_map()
+        entries = map_entries(model)
+        source = f"litellm-price-map@{litellm_version()}"
         for name in _candidates(model):
-            entry = table.get(name)
+            entry = entries.get(name)
             if isinstance(entry, dict) and "input_cost_per_token" in entry and "output_cost_per_token" in entry:
                 try:
-                    return ModelPrice.model_validate(entry), self._map_source
+                    return ModelPrice.model_validate(entry), source
                 except ValidationError:
                     continue
         return None, "unknown"
@@ -127,13 +127,6 @@ class Pricing:
             return recorded
         return cost
 
-    def _litellm_map(self) -> dict[str, Any]:
-        with self._lock:
-            if self._map is None:
-                self._map = read_litellm_price_map()
-                self._map_source = f"litellm-price-map@{litellm_version()}"
-            return self._map
-
 
 def usage_cost(price: ModelPrice, usage: Usage) -> float:
     cached = min(usage.cached_tokens, usage.prompt_tokens)
@@ -158,6 +151,7 @@ def _candidates(model: str) -> list[str]:
     return names
 
 
+@functools.cache
 def litellm_version() -> str:
     try:
         return importlib.metadata.version("litellm")
@@ -173,14 +167,37 @@ def map_provider(model: str) -> str | None:
     return provider if isinstance(provider, str) else None
 
 
+def map_entries(model: str) -> dict[str, Any]:
+    """The price map's entries under the names `model` is priced as (`_candidates`), by name.
+
+    Kept across processes (derived_cache), keyed by the map file's content: a run prices a model or
+    two, and parsing the whole map for them was 25 ms of every replay's start."""
+    path = litellm_price_map_path()
+    if path is None:
+        return {}
+
+    def build() -> dict[str, Any]:
+        table = read_litellm_price_map()
+        return {name: table[name] for name in _candidates(model) if name in table}
+
+    return cached("litellm-price-entries", {"map": files_digest([path]), "model": model}, dict, build)
+
+
+@functools.cache
+def litellm_price_map_path() -> Path | None:
+    """Where the installed litellm keeps its bundled price map; None without litellm or the file."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / LITELLM_MAP_FILE
+    return path if path.exists() else None
+
+
 @functools.cache
 def read_litellm_price_map() -> dict[str, Any]:
     """litellm's bundled price map, parsed once per process; shared, so never changed by a reader."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return {}
-    path = Path(next(iter(spec.submodule_search_locations))) / LITELLM_MAP_FILE
-    if not path.exists():
+    path = litellm_price_map_path()
+    if path is None:
         return {}
     table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return table

@@ -112,9 +112,11 @@ class _Sides:
         self.live = _Adder()
         self.replayed = _Adder()
         self.shared = _Adder()
+        # By CallRecord.source; built once: a run adds every call to four groups.
+        self._by_source = {"live": self.live, "replay": self.replayed, "shared": self.shared}
 
     def add(self, call: CallRecord) -> None:
-        {"live": self.live, "replay": self.replayed, "shared": self.shared}[call.source].add(call)
+        self._by_source[call.source].add(call)
 
     def split(self) -> CostSplit:
         live, replayed = self.live.tally(), self.replayed.tally()
@@ -143,16 +145,15 @@ class CostAdder:
         self._callless: list[tuple[float | None, float | None, float | None]] = []
 
     def add(self, run: SimulationRun) -> None:
-        for call in run.calls:
-            for sides in (
-                self._total,
-                self._by_role[call.role],
-                self._by_model[call.model],
-                self._by_task[run.task_id],
-            ):
-                sides.add(call)
         if not run.calls:
             self._callless.append((run.agent_cost, run.user_cost, run.judge_cost))
+            return
+        task = self._by_task[run.task_id]  # only a task with calls gets a row
+        for call in run.calls:
+            self._total.add(call)
+            self._by_role[call.role].add(call)
+            self._by_model[call.model].add(call)
+            task.add(call)
 
     def summary(self) -> CostSummary:
         total = self._total

@@ -20,6 +20,7 @@ from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.preflight import check_model
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.results.run_dir import SIMULATIONS_FILE, ResultsDir, ResultsWriter, utc_now
+from tauproxy.runner.collector import paused_collector
 from tauproxy.runner.config import RunConfig, check_trial_plan
 from tauproxy.runner.executor import RunStop, run_pending
 from tauproxy.runner.executors import check_executor, open_executor
@@ -121,7 +122,15 @@ def prepare(
     """Check and load everything a run needs. `preflight=False` skips the model checks, for callers
     that plan a run without making a call (estimate). `before_preflight` is called once the cheap
     checks (flags, domain, tasks) have passed and just before the models are checked, which may take
-    seconds: the CLI says so there, and not before a one-line refusal of the domain."""
+    seconds: the CLI says so there, and not before a one-line refusal of the domain.
+
+    The garbage collector is paused meanwhile (runner/collector.py): what a run loads lives as long
+    as the run, and scanning it as it arrives was a sixteenth of a strict replay's CPU."""
+    with paused_collector():
+        return _prepare(config, preflight, before_preflight)
+
+
+def _prepare(config: RunConfig, preflight: bool, before_preflight: Callable[[], None] | None) -> PreparedRun:
     check_replay_has_cassette(config)
     if config.agent_impl:
         load_agent_factory(config.agent_impl)  # fail before the first trial, not inside it

@@ -24,11 +24,14 @@ import importlib
 import json
 import threading
 import typing
+import weakref
 from collections.abc import Callable, ItemsView, Iterable, Iterator, ValuesView
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
+
+from tauproxy.tau2bench import model_pickle
 
 __all__ = ["COW_MIN_ENTRIES", "BaseDatabases", "CowDict", "EnvironmentFactory", "fast_copy", "fork_db"]
 
@@ -363,7 +366,10 @@ class _DeltaHasher:
     """
 
     def __init__(self, toolkit: Any, fork: BaseModel, cow: dict[str, type[BaseModel]], base_dumps: _BaseDumps) -> None:
-        self._toolkit = toolkit
+        # Held weakly: the toolkit holds this hasher (its get_db_hash), and a cycle between them would
+        # leave every finished trial's environment, fork and copied records to the garbage collector,
+        # scanned again and again until it frees them; without one they go when the trial drops them.
+        self._toolkit = weakref.ref(toolkit)
         self._fork = fork
         self._cow = cow
         self._shared = {name: getattr(fork, name) for name in cow}
@@ -372,7 +378,10 @@ class _DeltaHasher:
     def __call__(self) -> str:
         from tau2.utils import get_dict_hash
 
-        fork = self._toolkit.db
+        toolkit = self._toolkit()
+        if toolkit is None:
+            raise ReferenceError("get_db_hash of an environment's toolkit that no longer exists")
+        fork = toolkit.db
         if fork is not self._fork or any(fork.__dict__.get(n) is not d for n, d in self._shared.items()):
             # τ²'s update_db (initialization_data) or a tool replaced the DB or a field: no base to diff.
             return str(get_dict_hash(fork.model_dump()))
@@ -422,6 +431,16 @@ class BaseDatabases:
     def load(cls, get_environment: Callable[..., Any], *, user_db: bool = False) -> BaseDatabases:
         loaded = get_environment()
         return cls(loaded.tools.db, loaded.user_tools.db if user_db else None)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled the lean way (tau2bench/model_pickle.py): unpickling airline's tens of thousands of
+        # records through pydantic's __setstate__ was most of loading them from the cache.
+        return (_unpickle_databases, (model_pickle.dumps((self.db, self.user_db)),))
+
+
+def _unpickle_databases(payload: bytes) -> BaseDatabases:
+    db, user_db = model_pickle.loads(payload)
+    return BaseDatabases(db, user_db)
 
 
 class EnvironmentFactory:

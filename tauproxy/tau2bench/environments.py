@@ -46,7 +46,7 @@ def environment_factory(domain: str) -> EnvironmentFactory:
 def base_databases(reference: Reference, constructor: Callable[..., Any], *, user_db: bool) -> BaseDatabases:
     """The databases `constructor()` starts from: from the cache, else loaded (and validated) by τ²."""
     inputs = {
-        **tau2_inputs(domain_files([reference.module]), "cow.py", "environments.py"),
+        **tau2_inputs(domain_files([reference.module]), "cow.py", "model_pickle.py", "environments.py"),
         "constructor": f"{reference.module}:{reference.attribute}",
         "user_db": int(user_db),
     }

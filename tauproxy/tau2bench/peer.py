@@ -15,6 +15,7 @@ loguru logger would print every step to stderr; we disable the `tau2` logger
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import threading
@@ -79,7 +80,10 @@ def available_domains() -> tuple[str, ...]:
     return tuple(tau2_registry().domains)
 
 
+@functools.cache
 def installed_version() -> str:
+    """The installed τ²-bench's version, read once per process: a run asks for it at every step of
+    loading a domain, and importlib.metadata scans the whole of sys.path each time (5 ms)."""
     try:
         return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:

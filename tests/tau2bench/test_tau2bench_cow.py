@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import subprocess
 import sys
 import threading
+import weakref
 from typing import Any
 
 import pytest
@@ -147,6 +149,26 @@ def test_a_replaced_db_falls_back_to_tau2s_hash() -> None:
     fork = factory()
     fork.tools.update_db({})  # what τ²'s set_state does with initialization_data
     assert fork.get_db_hash() == cow.full_hash(fork)
+
+
+def test_a_dropped_fork_is_freed_at_once_not_left_to_the_garbage_collector() -> None:
+    # A replay forks three environments per trial: left in a reference cycle, each with its copied
+    # records would wait for the collector, which scans them again at every collection until then.
+    factory = cow.factory("airline")
+    fork = factory()
+    fork.tools.db.flights[next(iter(fork.tools.db.flights))]  # a copied record, held by the fork
+    hashed = fork.get_db_hash()
+    toolkit, db = weakref.ref(fork.tools), weakref.ref(fork.tools.db)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        del fork
+        assert toolkit() is None
+        assert db() is None
+    finally:
+        if collecting:
+            gc.enable()
+    assert factory().get_db_hash() == hashed  # reading a record leaves the hash as it was
 
 
 class _Leaf(BaseModel):
