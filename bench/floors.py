@@ -7,7 +7,10 @@ Prints one RATIO line per figure, each with its goal and PASS or FAIL, and SKIP 
 be measured here (τ²-bench absent, serve's measurement missing). Every timed side is a child process:
 CPU (user + system) and peak RSS from its own rusage (os.wait4), wall clock around it. The ratios are
 of CPU time, medians of --reps runs interleaved (run A, then B, then A again ...), so a load that
-changes during the script moves both sides alike.
+changes during the script moves both sides alike. The project's own modules are compiled to bytecode
+first (a user's second run finds them so; an editable install leaves them as sources, and this machine
+sets PYTHONDONTWRITEBYTECODE, under which every child would compile them again: about 0.2 s of the
+demo's replay).
 
 1. cli_start: `tauproxy --help` (the console script), CPU. Goal <= 0.3 s.
 2. tau2_replay_floor: `tauproxy run --domain tau2/airline` 50 tasks x 4 trials, strict replay of a
@@ -377,6 +380,21 @@ def memory(work: Path, tasks: int | None) -> None:
     )
 
 
+# The project's own packages: an editable install leaves them as sources, and where Python may not
+# write bytecode (PYTHONDONTWRITEBYTECODE, set on this machine) every child would compile them again.
+PROJECT_PACKAGES = ("tauproxy", "cli", "domains")
+
+
+def compile_project() -> None:
+    """Compile the project's modules once, as a user's first run does where Python writes bytecode, so
+    each timed child starts as a second run would; every side (replays, floors, help) reads the same."""
+    import compileall
+
+    ok = all(compileall.compile_dir(str(REPO / package), quiet=1) for package in PROJECT_PACKAGES)
+    never = " (this environment sets PYTHONDONTWRITEBYTECODE)" if sys.flags.dont_write_bytecode else ""
+    print(f"bytecode: the project's modules compiled before timing{never}: {'ok' if ok else 'FAILED'}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions of each timed side")
@@ -387,6 +405,7 @@ def main() -> None:
     args = parser.parse_args()
     only = set(args.only.split(","))
     print_machine("floors")
+    compile_project()
     work = args.dir or workdir("floors", args.keep)
     work.mkdir(parents=True, exist_ok=True)
     helps: list[Timed] = []
