@@ -111,3 +111,36 @@ def test_a_proxy_in_the_environment_is_used(upstream: str, monkeypatch: pytest.M
     answer = outcome(PassThroughTransport(BY_NAME), call_to("http://upstream.invalid/ok/v1"))
     assert answer[0] == "answer", answer
     assert Upstream.seen[0][0] == "http://upstream.invalid/ok/v1/responses"  # asked of the proxy
+
+
+def test_concurrent_calls_each_take_a_transport_of_their_own_and_close_frees_them(upstream: str) -> None:
+    transport = PassThroughTransport(BY_NAME)
+    used: list[httpx.HTTPTransport] = []
+    taken = transport._free_transport
+
+    def recording() -> httpx.HTTPTransport:
+        one = taken()
+        used.append(one)
+        return one
+
+    transport._free_transport = recording  # type: ignore[method-assign]
+    call = call_to(f"{upstream}/slow/v1")  # each answer takes a second: all four are in flight at once
+    answers: list[object] = []
+    threads = [
+        threading.Thread(target=lambda: answers.append(json.loads(transport.complete(call).raw_body or "")))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == [ANSWER] * 4
+    assert len(set(map(id, used))) == 4  # no two calls at once on one transport
+    transport.complete(call_to(f"{upstream}/ok/v1"))
+    assert used[-1] in used[:4]  # a free one is taken again, not a fifth made
+    transport.close()
+    assert (
+        json.loads(transport.complete(call_to(f"{upstream}/ok/v1")).raw_body or "") == ANSWER
+    )  # after close: new ones
+    assert used[-1] not in used[:4]
+    transport.close()
