@@ -12,8 +12,10 @@ next append dedups against it, and a lookup reads it) and `IndexQuery.lookup` th
 key (so a call recorded moments before is found). The run is contiguous: it starts where the
 index's covered bytes end and holds every line up to `end`, none of another writer's (the writer
 checks, under the file lock, that the file is as it left it, and catches the index up first if not).
-Catching up reads the lines back from the file, but neither parses nor hashes them again, nor derives
-their keys: each is matched by its bytes to what was written.
+Catching up inserts their rows from what is held here, without reading the file
+(IndexBuilder.insert_held); when the index no longer covers exactly the bytes before them (another
+process indexed some), they are read back from the file instead, matched by their bytes to what was
+written, so neither parsed nor hashed again, nor their keys derived.
 """
 
 from __future__ import annotations

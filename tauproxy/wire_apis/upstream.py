@@ -86,7 +86,7 @@ class PassThroughTransport:
     def __init__(self, apis: Mapping[str, WireApi], client: httpx.Client | None = None) -> None:
         self._apis = dict(apis)
         self._client = client
-        self._direct: httpx.HTTPTransport | None = None  # None: the client sends every call (_post)
+        self._direct = False  # False: the client sends every call; True: _post sends through a transport
         self._lock = threading.Lock()
         # Transports that carry no call now, one call at a time each (_post); every one made, to close.
         self._idle: queue.SimpleQueue[httpx.HTTPTransport] = queue.SimpleQueue()
@@ -97,12 +97,15 @@ class PassThroughTransport:
             if self._client is None:
                 # With a proxy in the environment (read once, as the client reads it when it is made),
                 # the client alone knows where each call goes. Else its transport is made as the client
-                # would make its own (a client given one reads no proxy), and kept for _post.
+                # would make its own (a client given one reads no proxy), and is the first of _post's.
                 if urllib.request.getproxies():
                     self._client = httpx.Client()
                 else:
-                    self._direct = httpx.HTTPTransport()
-                    self._client = httpx.Client(transport=self._direct)
+                    first = httpx.HTTPTransport()
+                    self._made.add(first)
+                    self._idle.put(first)
+                    self._client = httpx.Client(transport=first)
+                    self._direct = True
             return self._client
 
     def _post(self, url: str, content: bytes, headers: dict[str, str], timeout: float) -> httpx.Response:
@@ -122,7 +125,7 @@ class PassThroughTransport:
         as calls ever ran at once, each with its keep-alive connection, have nothing to share.
         """
         client = self._http()
-        if self._direct is None:
+        if not self._direct:
             return client.post(url, content=content, headers=headers, timeout=timeout)
         request = client.build_request("POST", url, content=content, headers=headers, timeout=timeout)
         transport = self._free_transport()
@@ -197,9 +200,9 @@ class PassThroughTransport:
     def close(self) -> None:
         with self._lock:
             if self._client is not None:
-                self._client.close()  # its transport (_direct) too
+                self._client.close()
                 self._client = None
-                self._direct = None
+                self._direct = False
             for transport in self._made:
                 transport.close()
             self._made.clear()
