@@ -27,7 +27,9 @@ demo's replay).
 3. demo_replay_floor and demo_replay_help: the demo's replay (the shipped baseline-airline cassette,
    copied, replayed strictly with the demo's flags) against its floor, the same parts with our pack's
    evaluator (`evaluate`, tauproxy/engine/evaluator.py) in τ²'s place (no goal: information), and
-   against the CPU of `tauproxy --help`. Goal <= 1.5x the help.
+   against the CPU of `tauproxy --help`. Goal <= 1.5x the help. Beside it, for information, a child
+   that imports pydantic, defines one model and validates one value, against the same help: what
+   no replay whose records are pydantic models can go below.
 4. serve: hit at concurrency 1 and 32 and the miss path against a direct call, by
    `serve_overhead.measure` (bench/serve_overhead.py), which prints its own RATIO lines and goals.
 5. replay_memory: peak RSS of a strict replay of airline (our pack, scripted agent and user, all 60
@@ -165,6 +167,15 @@ def help_run() -> Timed:
     return run_timed([*tauproxy_bin(), "--help"]).check("tauproxy --help")
 
 
+# The least a process that validates with pydantic does: import it, define one model, validate one
+# value. The replay's records are pydantic models, so no replay can cost less than this child.
+PYDANTIC_ONE_MODEL = "from pydantic import BaseModel\nclass One(BaseModel):\n    x: int\nOne.model_validate({'x': 1})\n"
+
+
+def pydantic_run() -> Timed:
+    return run_timed([sys.executable, "-c", PYDANTIC_ONE_MODEL]).check("python with one pydantic model")
+
+
 def importable(modules: list[str]) -> list[str]:
     """The modules a fresh interpreter can import by name: no __main__, no pack loaded from a path."""
     return [m for m in modules if m != "__main__" and not m.endswith(".__main__") and not m.startswith("tauproxy_ext_")]
@@ -276,11 +287,19 @@ def demo_replay(work: Path, reps: int) -> list[Timed]:
     argv += ["--prices", str(REPO / "cassettes" / "demo-prices.json"), "--cassette", str(cassette)]
     replay = Replay("demo-replay", [*argv, "--record-mode", "replay"], cassette, ["tauproxy.engine.evaluator:evaluate"])
     helps: list[Timed] = []
-    replays, floor = against_floor(replay, work, reps, also=lambda: helps.append(help_run()))
+    pydantics: list[Timed] = []
+
+    def interleaved() -> None:
+        helps.append(help_run())
+        pydantics.append(pydantic_run())
+
+    replays, floor = against_floor(replay, work, reps, also=interleaved)
     replay_cpu = median([t.cpu_s for t in replays])
     help_cpu = median([t.cpu_s for t in helps])
+    pydantic_cpu = median([t.cpu_s for t in pydantics])
     print(cpu_line("demo's replay (airline 10 x 4, scripted)", replays))
     print(cpu_line("tauproxy --help (interleaved)", helps))
+    print(cpu_line("python importing pydantic and validating one model (interleaved)", pydantics))
     print(floor.line())
     print(
         f"RATIO demo_replay_floor: replay CPU / floor CPU = {replay_cpu / floor.total_s:.2f}x (information; "
@@ -290,6 +309,12 @@ def demo_replay(work: Path, reps: int) -> list[Timed]:
     print(
         f"RATIO demo_replay_help: replay CPU / `tauproxy --help` CPU = {ratio:.2f}x (goal <= {DEMO_HELP_GOAL}x: "
         f"{verdict(ratio <= DEMO_HELP_GOAL)}; replay {replay_cpu:.3f} s, help {help_cpu:.3f} s)",
+        flush=True,
+    )
+    print(
+        f"RATIO pydantic_one_model_help: python + pydantic + one model validated, CPU / `tauproxy --help` CPU = "
+        f"{pydantic_cpu / help_cpu:.2f}x (information: the least any replay whose records are pydantic models "
+        f"costs; {pydantic_cpu:.3f} s against {help_cpu:.3f} s)",
         flush=True,
     )
     return helps
