@@ -249,9 +249,9 @@ def _canonical_tools_text(tools: Any) -> str | None:
 
 def request_key(wire: dict[str, Any]) -> str:
     """sha256 of the canonical request. The only function that defines a key."""
-    hasher = KeyHasher()
+    hasher = _FIRST_HASHER
     for message in wire.get("messages") or []:
-        hasher = hasher.then(message_text(message))
+        hasher = _PREFIXES.then(hasher, message_text(message))
     return _finish(hasher, wire, tools_text(wire.get("tools")))
 
 
@@ -338,6 +338,42 @@ class KeyHasher:
         digest = self._hash.copy()
         digest.update(tail.encode())
         return digest.hexdigest()
+
+
+class _PrefixHashers:
+    """KeyHasher.then, remembered by (hasher, message text), bounded in characters.
+
+    A harness's calls share their first messages (τ²'s 15 KB airline policy opens every agent call)
+    and a conversation's calls each repeat the one before: hashing those again costs a pass of
+    sha256 over each, where the hasher of a prefix seen before is one dict read. The texts come
+    from message_text's memo, so a lookup hashes no text twice. Hashers are never changed, so they
+    can be shared; thread-safe for the same reasons as _TextMemo.
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self._max_chars = max_chars
+        self._next: dict[tuple[KeyHasher, str], KeyHasher] = {}
+        self._chars = 0
+
+    def then(self, hasher: KeyHasher, text: str) -> KeyHasher:
+        step = (hasher, text)
+        found = self._next.get(step)
+        if found is None:
+            found = hasher.then(text)
+            if self._chars + len(text) > self._max_chars:
+                self._next = {}
+                self._chars = 0
+            self._next[step] = found
+            self._chars += len(text)
+        return found
+
+    def clear(self) -> None:
+        self._next = {}
+        self._chars = 0
+
+
+_FIRST_HASHER = KeyHasher()  # the hasher of no message yet, shared: a hasher is never changed
+_PREFIXES = _PrefixHashers(4 << 20)
 
 
 def sample_key(key: str, seed: int | None, task_id: str, trial: int, occurrence: int) -> str:

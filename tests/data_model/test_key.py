@@ -264,3 +264,30 @@ def test_a_message_seen_before_keys_as_it_did_and_equal_values_of_other_types_do
     assert request_key({"model": "m", "messages": [{"role": "user", "content": Text("1")}]}) == fresh_key(
         {"model": "m", "messages": [{"role": "user", "content": "1"}]}
     )
+
+
+def test_requests_that_share_their_first_messages_key_as_each_alone() -> None:
+    from tauproxy.data_model import key as key_module
+
+    def alone(body: dict[str, Any]) -> str:
+        key_module._PREFIXES.clear()
+        return request_key(body)
+
+    policy = {"role": "system", "content": "policy " * 3000}
+    bodies = [
+        {"model": "m", "messages": [policy, *({"role": "user", "content": f"turn {t}"} for t in range(turns))]}
+        for turns in range(4)
+    ]
+    bodies.append({"model": "m", "messages": [{**policy, "content": "another policy"}, *bodies[3]["messages"][1:]]})
+    expected = [alone(body) for body in bodies]
+    assert len(set(expected)) == len(bodies)
+    for _ in range(2):  # each after the others: the hashers of shared prefixes are reused
+        assert [request_key(json.loads(json.dumps(body))) for body in bodies] == expected
+    small = key_module._PrefixHashers(max_chars=20_000)  # past its bound, it starts again: the same keys
+    hashers = []
+    for body in bodies:
+        hasher = key_module._FIRST_HASHER
+        for message in body["messages"]:
+            hasher = small.then(hasher, key_module.message_text(message))
+        hashers.append(key_module._finish(hasher, body, None))
+    assert hashers == expected
