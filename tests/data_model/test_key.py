@@ -291,3 +291,24 @@ def test_requests_that_share_their_first_messages_key_as_each_alone() -> None:
             hasher = small.then(hasher, key_module.message_text(message))
         hashers.append(key_module._finish(hasher, body, None))
     assert hashers == expected
+
+
+def test_canonical_json_says_what_json_dumps_says_with_the_canonical_settings() -> None:
+    from tauproxy.data_model.key import canonical_json
+
+    values: list[Any] = [
+        {"b": [1, 2.5, -0.0, 1e300, 2**70, True, None], "a": {"é": '☃ \u2028 \\ "', "": []}},
+        [float("nan"), float("inf"), -float("inf"), 1.0, 0.1],
+        "plain \ud83d\ude00 text",
+        12,
+        None,
+        {10: "int keys", 9: {}},
+    ]
+    for value in values:
+        assert canonical_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    circular: list[Any] = []
+    circular.append(circular)
+    with pytest.raises(ValueError, match="Circular reference"):
+        canonical_json(circular)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        canonical_json({"x": object()})
