@@ -66,6 +66,14 @@ def _encodes(text: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=8)
+def _decoder(what: str) -> json.JSONDecoder:
+    """The decoder json.loads would build for these hooks on every call, built once per `what` (a
+    decoder keeps no state between documents)."""
+    refuse, finite = functools.partial(_refuse_constant, what), functools.partial(_finite_float, what)
+    return json.JSONDecoder(parse_constant=refuse, parse_float=finite)
+
+
 def parse_json_body(raw: bytes, what: str = "request body") -> Any:
     """The JSON value of a request body (or of `what`): strict UTF-8, finite numbers, no lone
     surrogates (else RequestRejected, a 400, naming `what`)."""
@@ -74,8 +82,9 @@ def parse_json_body(raw: bytes, what: str = "request body") -> Any:
     except UnicodeDecodeError as exc:
         raise RequestRejected(f"{what} is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
     try:
-        refuse, finite = functools.partial(_refuse_constant, what), functools.partial(_finite_float, what)
-        value = json.loads(text, parse_constant=refuse, parse_float=finite)
+        if text.startswith("\ufeff"):  # what json.loads says, which decode alone does not check
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _decoder(what).decode(text)
     except RecursionError:
         raise RequestRejected(f"{what} nests deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError as exc:
