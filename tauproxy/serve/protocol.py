@@ -123,14 +123,19 @@ class ServeProtocol(HttpToolsProtocol):
         if self._head_bytes is not None:
             self._head_bytes += len(data)
         super().data_received(data)
-        if self._head_bytes is not None and self._head_bytes > MAX_HEAD_BYTES and not self.transport.is_closing():
-            message = f"request headers exceed {MAX_HEAD_BYTES} bytes"
-            self._refuse(HttpError(431, message))
+        if self._head_bytes is None or self.transport.is_closing():
+            return
+        if self._head_bytes > MAX_HEAD_BYTES:
+            self._refuse(HttpError(431, f"request headers exceed {MAX_HEAD_BYTES} bytes"))
+        elif self._head_started and self._head_timer is None:
+            # A head begun in these bytes and not complete in them: its deadline runs from now, its
+            # first byte's arrival. A head that arrives whole (nearly every one) needs no timer at all.
+            self._arm_head_timer()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._head_started = True
-        self._arm_head_timer()  # the head's deadline runs from its first byte
+        self._cancel_head_timer()  # the connection's own deadline ends: the head's begins (data_received)
 
     def on_headers_complete(self) -> None:
         self._head_started = False
