@@ -196,13 +196,14 @@ class _TextMemo:
     parsed JSON value about ten times faster than canonicalising it. Equal marshal bytes load as equal
     values of equal types (1, 1.0 and True differ, so do key orders), so their canonical texts are
     equal: the memo changes no key. Values marshal refuses (an enum, a subclass) are canonicalised as
-    given. When full it starts again empty; thread-safe because a lookup is one dict read and a
-    reset is one assignment.
+    given. A message of strings only is remembered by its items instead (`text_of_strings`). When
+    full it starts again empty; thread-safe because a lookup is one dict read and a reset is one
+    assignment.
     """
 
     def __init__(self, max_chars: int) -> None:
         self._max_chars = max_chars
-        self._texts: dict[bytes, str | None] = {}
+        self._texts: dict[bytes | frozenset[tuple[str, str]], str | None] = {}
         self._chars = 0
 
     def text(self, value: Any, canonical: Callable[[Any], str | None]) -> str | None:
@@ -210,15 +211,33 @@ class _TextMemo:
             plain = marshal.dumps(value)
         except ValueError:
             return canonical(value)
+        return self._remembered(plain, len(plain), value, canonical)
+
+    def text_of_strings(self, value: dict[str, str], canonical: Callable[[Any], str | None]) -> str | None:
+        """`text` of a dict whose keys and values are all exactly str (most messages of a
+        conversation), remembered by its set of items: equal sets are equal dicts, whose canonical
+        texts are equal. Their strings hash once each and keep their hash, so a system prompt that
+        serve's role recognition looked up already (serve/roles.py) costs no pass over it here,
+        where marshal would copy it and hash the copy."""
+        size = sum(len(text) for text in value.values())
+        return self._remembered(frozenset(value.items()), size, value, canonical)
+
+    def _remembered(
+        self,
+        found_by: bytes | frozenset[tuple[str, str]],
+        size: int,
+        value: Any,
+        canonical: Callable[[Any], str | None],
+    ) -> str | None:
         texts = self._texts
-        if plain in texts:
-            return texts[plain]
+        if found_by in texts:
+            return texts[found_by]
         text = canonical(value)
-        size = len(plain) + (len(text) if text is not None else 0)
+        size += len(text) if text is not None else 0
         if self._chars + size > self._max_chars:
             texts = self._texts = {}
             self._chars = 0
-        texts[plain] = text
+        texts[found_by] = text
         self._chars += size
         return text
 
@@ -235,7 +254,10 @@ _TOOLS_TEXTS = _TextMemo(1 << 20)
 
 def message_text(message: Any) -> str:
     """canonical_json(canonical_message(message)), remembered (_TextMemo): what a key hashes of a message."""
-    text = _MESSAGE_TEXTS.text(message, _canonical_message_text)
+    if type(message) is dict and all(type(name) is str and type(part) is str for name, part in message.items()):
+        text = _MESSAGE_TEXTS.text_of_strings(message, _canonical_message_text)
+    else:
+        text = _MESSAGE_TEXTS.text(message, _canonical_message_text)
     assert text is not None  # _canonical_message_text never gives None
     return text
 

@@ -312,3 +312,19 @@ def test_canonical_json_says_what_json_dumps_says_with_the_canonical_settings() 
         canonical_json(circular)
     with pytest.raises(TypeError, match="not JSON serializable"):
         canonical_json({"x": object()})
+
+
+def test_a_message_of_strings_seen_before_keys_as_it_did_in_any_key_order() -> None:
+    from tauproxy.data_model import key as key_module
+
+    message = {"role": "system", "content": "policy ☃ " * 500, "name": "ops"}
+    reordered = {"name": "ops", "content": "policy ☃ " * 500, "role": "system"}
+    key_module._MESSAGE_TEXTS.clear()
+    first = key_module.message_text(message)
+    assert first == key_module.canonical_json(key_module.canonical_message(message))
+    assert key_module.message_text(reordered) == first  # remembered by its items: the same text
+    assert key_module.message_text({**message, "name": "other"}) != first
+    body = {"model": "m", "messages": [message]}
+    remembered = request_key(body)
+    key_module._MESSAGE_TEXTS.clear()
+    assert request_key(json.loads(json.dumps(body))) == remembered
