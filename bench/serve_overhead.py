@@ -45,7 +45,8 @@ previous code: 2.6 -> 1.6 ms per call one at a time, 1.6 -> 0.96 ms in batches o
 runs at load 2-9 could not tell the difference apart from noise: serve CPU per miss 4.4-6.4 ms both
 before and after, misses 170-235 calls/s at c=32 (the rest of a miss: the upstream call through
 httpx, a thread per call, uvicorn). Parsing a 24 KB request costs h11 about 0.05 ms and httptools
-0.02 ms, so httptools was not added: a hit's 1.1-1.4 ms of CPU is not in the HTTP parser.
+0.02 ms, so httptools was not added then: a hit's 1.1-1.4 ms of CPU is not in the HTTP parser
+(but see below: h11's whole protocol, its events and state machine, costs more than its parsing).
 
 Then serve's own CPU per call was cut (profiled with cProfile and py-spy on a serve process driven by
 this file's client): the canonical text of every message and tool list is remembered by its marshal
@@ -78,6 +79,31 @@ Tried without a measurable difference: SQLite's journal in TRUNCATE or PERSIST m
 DELETE (record 1.8-2.6 ms per call alone, 1.0-1.5 in batches of 32, either way). The hit goals were
 met in one of these runs and not the other; the miss goals are not met (a miss needs about 3 ms of CPU
 for 300 calls/s); the RATIO lines of a run on an idle machine decide.
+
+Then a hit's CPU again, on uvloop: uvicorn's httptools protocol replaces h11's (serve's head timeout,
+JSON refusals and one send per turn carried over, plus a 64 KiB head limit, which httptools lacks); a
+system prompt's role is remembered by its text; request_key reuses the hasher of a message prefix it
+hashed before, and remembers a message of strings by its items; canonical_json calls the C encoder
+directly; the body's JSON decoder is built once; a hit's reply and raw body come from one index query;
+a head that arrives whole sets no timer; no X-Forwarded-* middleware. Measured 2026-12-04 against the
+commit before this work (054080e), each server run from its own tree, at load average 0.7-2.6:
+    in-process       the app called as ASGI, thread CPU, the lowest quarter of 50-call batches over
+                     3 x 800 distinct bodies, interleaved three times: 0.475 / 0.572 / 0.477 ->
+                     0.425 / 0.420 / 0.438 ms per hit
+    serve, c=32      both servers up at once, batches of 250-1000 distinct bodies alternating between
+                     them, 9 runs: CPU new / before 0.76-1.05, median 0.90 (e.g. 0.912 -> 0.801 ms,
+                     0.826 -> 0.744 ms per hit; p50 27.7 -> 23.3 ms, 26.0 -> 21.5 ms)
+    serve, c=1       the same way: 1.060 -> 0.887 and 0.873 -> 0.808 ms per hit (p50 1.10 -> 0.89 ms,
+                     0.89 -> 0.81 ms)
+    this script's    a server per run, c=1 then c=32 over 800 bodies, 4 rounds: c=32 median 1.107 ->
+    arms             0.872 ms per hit (c=1 1.237 -> 0.970); 6 rounds at lower load: c=32 median 0.794
+                     both (lowest 0.716 -> 0.586), c=1 1.037 -> 0.970
+On this 2-core box one c=32 run differs from the next by 10% or more. Of the ~0.42 ms a hit still takes
+in-process: parsing the 24 KB body about 50 us (32 of them the 14 tool schemas, the same on every call),
+its depth walk 24 us, the key 40-50 us (mostly the canonical text of the messages new in each call), the
+cassette lookup 60-70 us (two SQLite statements, each taking and dropping the file's read lock, about
+7 system calls, then the call line parsed and checked), the reply 40-60 us. The c=32 goal needs about
+0.6 ms per hit; the RATIO lines of a run on an idle machine decide.
 """
 
 from __future__ import annotations
