@@ -203,7 +203,7 @@ class _TextMemo:
 
     def __init__(self, max_chars: int) -> None:
         self._max_chars = max_chars
-        self._texts: dict[bytes | frozenset[tuple[str, str]], str | None] = {}
+        self._texts: dict[bytes | tuple[str, ...], str | None] = {}
         self._chars = 0
 
     def text(self, value: Any, canonical: Callable[[Any], str | None]) -> str | None:
@@ -215,16 +215,18 @@ class _TextMemo:
 
     def text_of_strings(self, value: dict[str, str], canonical: Callable[[Any], str | None]) -> str | None:
         """`text` of a dict whose keys and values are all exactly str (most messages of a
-        conversation), remembered by its set of items: equal sets are equal dicts, whose canonical
-        texts are equal. Their strings hash once each and keep their hash, so a system prompt that
-        serve's role recognition looked up already (serve/roles.py) costs no pass over it here,
-        where marshal would copy it and hash the copy."""
+        conversation), remembered by its keys then its values: equal tuples are equal dicts, whose
+        canonical texts are equal (the same items in another order are another entry, of the same
+        text). Their strings hash once each and keep their hash, so a system prompt that serve's
+        role recognition looked up already (serve/roles.py) costs no pass over it here, where marshal
+        would copy it and hash the copy; and a tuple of strings is soon untracked by the garbage
+        collector, as bytes always are, where a frozenset would be scanned by every collection."""
         size = sum(len(text) for text in value.values())
-        return self._remembered(frozenset(value.items()), size, value, canonical)
+        return self._remembered((*value, *value.values()), size, value, canonical)
 
     def _remembered(
         self,
-        found_by: bytes | frozenset[tuple[str, str]],
+        found_by: bytes | tuple[str, ...],
         size: int,
         value: Any,
         canonical: Callable[[Any], str | None],
@@ -255,7 +257,9 @@ _TOOLS_TEXTS = _TextMemo(1 << 20)
 def message_text(message: Any) -> str:
     """canonical_json(canonical_message(message)), remembered (_TextMemo): what a key hashes of a message."""
     if type(message) is dict and all(type(name) is str and type(part) is str for name, part in message.items()):
-        text = _MESSAGE_TEXTS.text_of_strings(message, _canonical_message_text)
+        # Without tool calls such a message is its own canonical form: no null to drop, no arguments.
+        canonical = canonical_json if "tool_calls" not in message else _canonical_message_text
+        text = _MESSAGE_TEXTS.text_of_strings(message, canonical)
     else:
         text = _MESSAGE_TEXTS.text(message, _canonical_message_text)
     assert text is not None  # _canonical_message_text never gives None
@@ -282,7 +286,8 @@ def request_key(wire: dict[str, Any]) -> str:
     """sha256 of the canonical request. The only function that defines a key."""
     hasher = _FIRST_HASHER
     for message in wire.get("messages") or []:
-        hasher = _PREFIXES.then(hasher, message_text(message))
+        text = message_text(message)
+        hasher = _FIRST_MESSAGES.then(text) if hasher is _FIRST_HASHER else hasher.then(text)
     return _finish(hasher, wire, tools_text(wire.get("tools")))
 
 
@@ -352,6 +357,19 @@ class KeyHasher:
         self._hash = hashlib.sha256(b'{"key_version":%d,"messages":[' % KEY_VERSION)
         self._empty = True
 
+    @property
+    def state(self) -> Any:
+        """The hash of the messages so far: never updated (then and key copy it first)."""
+        return self._hash
+
+    @staticmethod
+    def resumed(state: Any) -> KeyHasher:
+        """The hasher whose `state` this is: of at least one message (the empty one is KeyHasher())."""
+        hasher = KeyHasher.__new__(KeyHasher)
+        hasher._hash = state
+        hasher._empty = False
+        return hasher
+
     def then(self, message_text: str) -> KeyHasher:
         """The hasher of the messages so far plus one message, given as canonical_json of its canonical form."""
         nxt = KeyHasher.__new__(KeyHasher)
@@ -371,40 +389,41 @@ class KeyHasher:
         return digest.hexdigest()
 
 
-class _PrefixHashers:
-    """KeyHasher.then, remembered by (hasher, message text), bounded in characters.
+class _FirstMessageHashers:
+    """KeyHasher().then(text) for a request's first message, remembered by its text, bounded in characters.
 
-    A harness's calls share their first messages (τ²'s 15 KB airline policy opens every agent call)
-    and a conversation's calls each repeat the one before: hashing those again costs a pass of
-    sha256 over each, where the hasher of a prefix seen before is one dict read. The texts come
-    from message_text's memo, so a lookup hashes no text twice. Hashers are never changed, so they
-    can be shared; thread-safe for the same reasons as _TextMemo.
+    A harness's calls open with the same system prompt (τ²'s 15 KB airline policy, on every agent
+    call): hashing it again costs a pass of sha256 over it, where the hash state after it is one
+    dict read (the text comes from message_text's memo, whose hash the str keeps). The messages after
+    it are a few hundred bytes each, cheaper to hash than to look up. An entry holds a text and a
+    hash state, neither tracked by the garbage collector. Hash states are never changed (KeyHasher
+    copies before it updates), so they can be shared; thread-safe for the same reasons as _TextMemo.
     """
 
     def __init__(self, max_chars: int) -> None:
         self._max_chars = max_chars
-        self._next: dict[tuple[KeyHasher, str], KeyHasher] = {}
+        self._states: dict[str, Any] = {}
         self._chars = 0
 
-    def then(self, hasher: KeyHasher, text: str) -> KeyHasher:
-        step = (hasher, text)
-        found = self._next.get(step)
-        if found is None:
-            found = hasher.then(text)
-            if self._chars + len(text) > self._max_chars:
-                self._next = {}
-                self._chars = 0
-            self._next[step] = found
-            self._chars += len(text)
-        return found
+    def then(self, text: str) -> KeyHasher:
+        state = self._states.get(text)
+        if state is not None:
+            return KeyHasher.resumed(state)
+        hasher = _FIRST_HASHER.then(text)
+        if self._chars + len(text) > self._max_chars:
+            self._states = {}
+            self._chars = 0
+        self._states[text] = hasher.state
+        self._chars += len(text)
+        return hasher
 
     def clear(self) -> None:
-        self._next = {}
+        self._states = {}
         self._chars = 0
 
 
 _FIRST_HASHER = KeyHasher()  # the hasher of no message yet, shared: a hasher is never changed
-_PREFIXES = _PrefixHashers(4 << 20)
+_FIRST_MESSAGES = _FirstMessageHashers(1 << 20)
 
 
 def sample_key(key: str, seed: int | None, task_id: str, trial: int, occurrence: int) -> str:

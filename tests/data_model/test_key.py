@@ -266,11 +266,11 @@ def test_a_message_seen_before_keys_as_it_did_and_equal_values_of_other_types_do
     )
 
 
-def test_requests_that_share_their_first_messages_key_as_each_alone() -> None:
+def test_requests_that_share_their_first_message_key_as_each_alone() -> None:
     from tauproxy.data_model import key as key_module
 
     def alone(body: dict[str, Any]) -> str:
-        key_module._PREFIXES.clear()
+        key_module._FIRST_MESSAGES.clear()
         return request_key(body)
 
     policy = {"role": "system", "content": "policy " * 3000}
@@ -281,14 +281,15 @@ def test_requests_that_share_their_first_messages_key_as_each_alone() -> None:
     bodies.append({"model": "m", "messages": [{**policy, "content": "another policy"}, *bodies[3]["messages"][1:]]})
     expected = [alone(body) for body in bodies]
     assert len(set(expected)) == len(bodies)
-    for _ in range(2):  # each after the others: the hashers of shared prefixes are reused
+    for _ in range(2):  # each after the others: the hash state after the shared policy is reused
         assert [request_key(json.loads(json.dumps(body))) for body in bodies] == expected
-    small = key_module._PrefixHashers(max_chars=20_000)  # past its bound, it starts again: the same keys
+    small = key_module._FirstMessageHashers(max_chars=20_000)  # past its bound, it starts again: the same keys
     hashers = []
     for body in bodies:
-        hasher = key_module._FIRST_HASHER
-        for message in body["messages"]:
-            hasher = small.then(hasher, key_module.message_text(message))
+        first, *rest = body["messages"]
+        hasher = small.then(key_module.message_text(first))
+        for message in rest:
+            hasher = hasher.then(key_module.message_text(message))
         hashers.append(key_module._finish(hasher, body, None))
     assert hashers == expected
 
@@ -322,8 +323,10 @@ def test_a_message_of_strings_seen_before_keys_as_it_did_in_any_key_order() -> N
     key_module._MESSAGE_TEXTS.clear()
     first = key_module.message_text(message)
     assert first == key_module.canonical_json(key_module.canonical_message(message))
-    assert key_module.message_text(reordered) == first  # remembered by its items: the same text
+    assert key_module.message_text(reordered) == first  # another entry, of the same text
     assert key_module.message_text({**message, "name": "other"}) != first
+    empty_calls = {"role": "assistant", "content": "x", "tool_calls": ""}  # canonically dropped
+    assert key_module.message_text(empty_calls) == '{"content":"x","role":"assistant"}'
     body = {"model": "m", "messages": [message]}
     remembered = request_key(body)
     key_module._MESSAGE_TEXTS.clear()
