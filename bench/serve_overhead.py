@@ -82,28 +82,32 @@ for 300 calls/s); the RATIO lines of a run on an idle machine decide.
 
 Then a hit's CPU again, on uvloop: uvicorn's httptools protocol replaces h11's (serve's head timeout,
 JSON refusals and one send per turn carried over, plus a 64 KiB head limit, which httptools lacks); a
-system prompt's role is remembered by its text; request_key reuses the hasher of a message prefix it
-hashed before, and remembers a message of strings by its items; canonical_json calls the C encoder
-directly; the body's JSON decoder is built once; a hit's reply and raw body come from one index query;
-a head that arrives whole sets no timer; no X-Forwarded-* middleware. Measured 2026-12-04 against the
-commit before this work (054080e), each server run from its own tree, at load average 0.7-2.6:
-    in-process       the app called as ASGI, thread CPU, the lowest quarter of 50-call batches over
-                     3 x 800 distinct bodies, interleaved three times: 0.475 / 0.572 / 0.477 ->
-                     0.425 / 0.420 / 0.438 ms per hit
-    serve, c=32      both servers up at once, batches of 250-1000 distinct bodies alternating between
-                     them, 9 runs: CPU new / before 0.76-1.05, median 0.90 (e.g. 0.912 -> 0.801 ms,
-                     0.826 -> 0.744 ms per hit; p50 27.7 -> 23.3 ms, 26.0 -> 21.5 ms)
-    serve, c=1       the same way: 1.060 -> 0.887 and 0.873 -> 0.808 ms per hit (p50 1.10 -> 0.89 ms,
-                     0.89 -> 0.81 ms)
-    this script's    a server per run, c=1 then c=32 over 800 bodies, 4 rounds: c=32 median 1.107 ->
-    arms             0.872 ms per hit (c=1 1.237 -> 0.970); 6 rounds at lower load: c=32 median 0.794
-                     both (lowest 0.716 -> 0.586), c=1 1.037 -> 0.970
-On this 2-core box one c=32 run differs from the next by 10% or more. Of the ~0.42 ms a hit still takes
-in-process: parsing the 24 KB body about 50 us (32 of them the 14 tool schemas, the same on every call),
-its depth walk 24 us, the key 40-50 us (mostly the canonical text of the messages new in each call), the
-cassette lookup 60-70 us (two SQLite statements, each taking and dropping the file's read lock, about
-7 system calls, then the call line parsed and checked), the reply 40-60 us. The c=32 goal needs about
-0.6 ms per hit; the RATIO lines of a run on an idle machine decide.
+request's tool list, the same on every call, is copied from memory by its exact text instead of parsed
+and walked again; a system prompt's role is remembered by its text, and so is the hash state after it;
+a message of strings is remembered by its strings; canonical_json calls the C encoder directly; the
+body's JSON decoder is built once; a hit's reply and raw body come from one index query; a head that
+arrives whole sets no timer; no X-Forwarded-* middleware. The memos hold only what the garbage
+collector does not track (strings, bytes, numbers, hash states): a first version keyed by frozensets
+and hasher objects made every collection scan thousands of entries, and gave back half the gain.
+Measured 2026-12-04 against the commit before this work (054080e), each server run from its own tree,
+at load average 1.4-2.3 (the other workers running tests):
+    serve, c=32      both servers up at once, batches of 1000 distinct bodies alternating between
+                     them, 4 runs: CPU per hit 0.876 -> 0.692, 0.901 -> 0.764, 0.863 -> 0.659,
+                     0.894 -> 0.674 ms (new / before 0.75-0.85); p50 27.4 -> 20.9, 28.2 -> 24.8,
+                     26.9 -> 20.2, 27.3 -> 20.1 ms
+    serve, c=1       the same way: 1.186 -> 0.918 ms per hit, p50 1.27 -> 1.02 ms
+    this script's    a server per run, c=1 then c=32 over 800 bodies, 4 rounds: c=32 median 1.055 ->
+    arms             0.846 ms per hit (lowest 0.820 -> 0.638), c=1 median 1.204 -> 1.037
+    HTTP alone       serve's protocol around an app that answers at once: 0.045-0.064 ms of CPU per
+                     call at c=32 (h11's: 0.108), so nearly all of a hit is the app
+On this 2-core box one run differs from the next by 10% or more. Of a hit's app CPU in-process
+(0.41-0.52 ms, the app called as ASGI, thread CPU, lowest quarter of 50-call batches): parsing the 24 KB
+body about 70 us (the 14 tool schemas copied from memory: 15 us of it), the key 40-50 us for a
+conversation not seen before (mostly the canonical text of its new messages; a conversation's next call
+reuses them), the cassette lookup 60-70 us (two SQLite statements, each taking and dropping the file's
+read lock, about 7 system calls, then the call line parsed and checked), the reply 40-60 us. The c=32
+goal needs about 0.6 ms per hit on the lead's machine; the RATIO lines of a run on an idle machine
+decide.
 """
 
 from __future__ import annotations
