@@ -15,8 +15,8 @@ import functools
 import json
 import math
 import re
-from json.decoder import scanstring
-from typing import Any
+from _json import make_scanner, scanstring
+from typing import Any, cast
 
 from tauproxy.wire_apis.base import RequestRejected
 from tauproxy.wire_apis.json_members import RememberedMembers, object_members
@@ -80,6 +80,13 @@ def _decoder(what: str) -> json.JSONDecoder:
     return json.JSONDecoder(parse_constant=refuse, parse_float=finite)
 
 
+@functools.lru_cache(maxsize=8)
+def _scanner(what: str) -> make_scanner:
+    """The scanner of `_decoder(what)`: one JSON value at an index, with its hooks (json_members.py)."""
+    # As JSONDecoder makes its own (typeshed names the context a make_scanner; it is the decoder).
+    return make_scanner(cast(Any, _decoder(what)))
+
+
 def parse_json_body(raw: bytes, what: str = "request body") -> Any:
     """The JSON value of a request body (or of `what`): strict UTF-8, finite numbers, no lone
     surrogates (else RequestRejected, a 400, naming `what`)."""
@@ -138,11 +145,10 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
     about 200 containers). Nothing recursive sees a body before this check passed.
     """
     text = _utf8(raw, REQUEST_BODY)
-    read = object_members(
-        text, _decoder(REQUEST_BODY).scan_once, scanstring, _REMEMBERED, nesting_depth, MAX_JSON_DEPTH
-    )
+    read = object_members(text, _scanner(REQUEST_BODY), scanstring, _REMEMBERED, nesting_depth, MAX_JSON_DEPTH)
+    known: dict[str, int] = {}
     if read is None:  # not an object json_members.py reads as json does: json's own parse decides
-        body, known = _parsed(text, REQUEST_BODY), {}
+        body = _parsed(text, REQUEST_BODY)
     else:
         body, known = read
     _no_lone_surrogates(raw, body, REQUEST_BODY)
