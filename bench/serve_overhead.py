@@ -95,7 +95,13 @@ at load average 1.4-2.3 (the other workers running tests):
                      them, 4 runs: CPU per hit 0.876 -> 0.692, 0.901 -> 0.764, 0.863 -> 0.659,
                      0.894 -> 0.674 ms (new / before 0.75-0.85); p50 27.4 -> 20.9, 28.2 -> 24.8,
                      26.9 -> 20.2, 27.3 -> 20.1 ms
-    serve, c=1       the same way: 1.186 -> 0.918 ms per hit, p50 1.27 -> 1.02 ms
+                     and, with the last commits: 0.881 -> 0.677, 0.956 -> 0.757 ms (p50 25.8 -> 21.3,
+                     30.8 -> 22.7 ms)
+    serve, c=1       the same way: 1.186 -> 0.918 and 1.006 -> 0.741 ms per hit (p50 1.27 -> 1.02 ms,
+                     1.06 -> 0.77 ms)
+    this script      once, at the end, load 1.6-2.2: hit p50 added +0.26 ms at c=1 (0.58 -> 0.84 ms),
+                     +2.29 ms at c=32 (18.40 -> 20.69 ms), both goals met; serve CPU 0.78 ms per hit
+                     at c=1 and 0.71 ms at c=32 (the stub called directly: 0.55 and 0.82 ms)
     this script's    a server per run, c=1 then c=32 over 800 bodies, 4 rounds: c=32 median 1.055 ->
     arms             0.846 ms per hit (lowest 0.820 -> 0.638), c=1 median 1.204 -> 1.037
     HTTP alone       serve's protocol around an app that answers at once: 0.045-0.064 ms of CPU per
