@@ -45,7 +45,8 @@ previous code: 2.6 -> 1.6 ms per call one at a time, 1.6 -> 0.96 ms in batches o
 runs at load 2-9 could not tell the difference apart from noise: serve CPU per miss 4.4-6.4 ms both
 before and after, misses 170-235 calls/s at c=32 (the rest of a miss: the upstream call through
 httpx, a thread per call, uvicorn). Parsing a 24 KB request costs h11 about 0.05 ms and httptools
-0.02 ms, so httptools was not added: a hit's 1.1-1.4 ms of CPU is not in the HTTP parser.
+0.02 ms, so httptools was not added then: a hit's 1.1-1.4 ms of CPU is not in the HTTP parser
+(but see below: h11's whole protocol, its events and state machine, costs more than its parsing).
 
 Then serve's own CPU per call was cut (profiled with cProfile and py-spy on a serve process driven by
 this file's client): the canonical text of every message and tool list is remembered by its marshal
@@ -78,6 +79,41 @@ Tried without a measurable difference: SQLite's journal in TRUNCATE or PERSIST m
 DELETE (record 1.8-2.6 ms per call alone, 1.0-1.5 in batches of 32, either way). The hit goals were
 met in one of these runs and not the other; the miss goals are not met (a miss needs about 3 ms of CPU
 for 300 calls/s); the RATIO lines of a run on an idle machine decide.
+
+Then a hit's CPU again, on uvloop: uvicorn's httptools protocol replaces h11's (serve's head timeout,
+JSON refusals and one send per turn carried over, plus a 64 KiB head limit, which httptools lacks); a
+request's tool list, the same on every call, is copied from memory by its exact text instead of parsed
+and walked again; a system prompt's role is remembered by its text, and so is the hash state after it;
+a message of strings is remembered by its strings; canonical_json calls the C encoder directly; the
+body's JSON decoder is built once; a hit's reply and raw body come from one index query; a head that
+arrives whole sets no timer; no X-Forwarded-* middleware. The memos hold only what the garbage
+collector does not track (strings, bytes, numbers, hash states): a first version keyed by frozensets
+and hasher objects made every collection scan thousands of entries, and gave back half the gain.
+Measured 2026-12-04 against the commit before this work (054080e), each server run from its own tree,
+at load average 1.4-2.3 (the other workers running tests):
+    serve, c=32      both servers up at once, batches of 1000 distinct bodies alternating between
+                     them, 4 runs: CPU per hit 0.876 -> 0.692, 0.901 -> 0.764, 0.863 -> 0.659,
+                     0.894 -> 0.674 ms (new / before 0.75-0.85); p50 27.4 -> 20.9, 28.2 -> 24.8,
+                     26.9 -> 20.2, 27.3 -> 20.1 ms
+                     and, with the last commits: 0.881 -> 0.677, 0.956 -> 0.757 ms (p50 25.8 -> 21.3,
+                     30.8 -> 22.7 ms)
+    serve, c=1       the same way: 1.186 -> 0.918 and 1.006 -> 0.741 ms per hit (p50 1.27 -> 1.02 ms,
+                     1.06 -> 0.77 ms)
+    this script      once, at the end, load 1.6-2.2: hit p50 added +0.26 ms at c=1 (0.58 -> 0.84 ms),
+                     +2.29 ms at c=32 (18.40 -> 20.69 ms), both goals met; serve CPU 0.78 ms per hit
+                     at c=1 and 0.71 ms at c=32 (the stub called directly: 0.55 and 0.82 ms)
+    this script's    a server per run, c=1 then c=32 over 800 bodies, 4 rounds: c=32 median 1.055 ->
+    arms             0.846 ms per hit (lowest 0.820 -> 0.638), c=1 median 1.204 -> 1.037
+    HTTP alone       serve's protocol around an app that answers at once: 0.045-0.064 ms of CPU per
+                     call at c=32 (h11's: 0.108), so nearly all of a hit is the app
+On this 2-core box one run differs from the next by 10% or more. Of a hit's app CPU in-process
+(0.41-0.52 ms, the app called as ASGI, thread CPU, lowest quarter of 50-call batches): parsing the 24 KB
+body about 70 us (the 14 tool schemas copied from memory: 15 us of it), the key 40-50 us for a
+conversation not seen before (mostly the canonical text of its new messages; a conversation's next call
+reuses them), the cassette lookup 60-70 us (two SQLite statements, each taking and dropping the file's
+read lock, about 7 system calls, then the call line parsed and checked), the reply 40-60 us. The c=32
+goal needs about 0.6 ms per hit on the lead's machine; the RATIO lines of a run on an idle machine
+decide.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ import hashlib
 import json
 import marshal
 import threading
+from _json import encode_basestring, make_encoder
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -116,7 +117,15 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 
 
 def canonical_json(value: Any) -> str:
-    return _CANONICAL.encode(value)
+    """_CANONICAL.encode(value): the C encoder it makes, called directly.
+
+    JSONEncoder.encode and iterencode are two Python calls that only pick that encoder (for these
+    settings, always the same one, with a fresh circular-reference check) and join its output; a
+    request's key encodes a dozen values, so this is what they cost twice over. The same bytes.
+    """
+    if isinstance(value, str):
+        return encode_basestring(value)
+    return "".join(make_encoder({}, _CANONICAL.default, encode_basestring, None, ":", ",", True, False, True)(value, 0))
 
 
 def canonical_arguments(arguments: Any) -> str:
@@ -187,13 +196,14 @@ class _TextMemo:
     parsed JSON value about ten times faster than canonicalising it. Equal marshal bytes load as equal
     values of equal types (1, 1.0 and True differ, so do key orders), so their canonical texts are
     equal: the memo changes no key. Values marshal refuses (an enum, a subclass) are canonicalised as
-    given. When full it starts again empty; thread-safe because a lookup is one dict read and a
-    reset is one assignment.
+    given. A message of strings only is remembered by its items instead (`text_of_strings`). When
+    full it starts again empty; thread-safe because a lookup is one dict read and a reset is one
+    assignment.
     """
 
     def __init__(self, max_chars: int) -> None:
         self._max_chars = max_chars
-        self._texts: dict[bytes, str | None] = {}
+        self._texts: dict[bytes | tuple[str, ...], str | None] = {}
         self._chars = 0
 
     def text(self, value: Any, canonical: Callable[[Any], str | None]) -> str | None:
@@ -201,15 +211,35 @@ class _TextMemo:
             plain = marshal.dumps(value)
         except ValueError:
             return canonical(value)
+        return self._remembered(plain, len(plain), value, canonical)
+
+    def text_of_strings(self, value: dict[str, str], canonical: Callable[[Any], str | None]) -> str | None:
+        """`text` of a dict whose keys and values are all exactly str (most messages of a
+        conversation), remembered by its keys then its values: equal tuples are equal dicts, whose
+        canonical texts are equal (the same items in another order are another entry, of the same
+        text). Their strings hash once each and keep their hash, so a system prompt that serve's
+        role recognition looked up already (serve/roles.py) costs no pass over it here, where marshal
+        would copy it and hash the copy; and a tuple of strings is soon untracked by the garbage
+        collector, as bytes always are, where a frozenset would be scanned by every collection."""
+        size = sum(len(text) for text in value.values())
+        return self._remembered((*value, *value.values()), size, value, canonical)
+
+    def _remembered(
+        self,
+        found_by: bytes | tuple[str, ...],
+        size: int,
+        value: Any,
+        canonical: Callable[[Any], str | None],
+    ) -> str | None:
         texts = self._texts
-        if plain in texts:
-            return texts[plain]
+        if found_by in texts:
+            return texts[found_by]
         text = canonical(value)
-        size = len(plain) + (len(text) if text is not None else 0)
+        size += len(text) if text is not None else 0
         if self._chars + size > self._max_chars:
             texts = self._texts = {}
             self._chars = 0
-        texts[plain] = text
+        texts[found_by] = text
         self._chars += size
         return text
 
@@ -226,7 +256,12 @@ _TOOLS_TEXTS = _TextMemo(1 << 20)
 
 def message_text(message: Any) -> str:
     """canonical_json(canonical_message(message)), remembered (_TextMemo): what a key hashes of a message."""
-    text = _MESSAGE_TEXTS.text(message, _canonical_message_text)
+    if type(message) is dict and all(type(name) is str and type(part) is str for name, part in message.items()):
+        # Without tool calls such a message is its own canonical form: no null to drop, no arguments.
+        canonical = canonical_json if "tool_calls" not in message else _canonical_message_text
+        text = _MESSAGE_TEXTS.text_of_strings(message, canonical)
+    else:
+        text = _MESSAGE_TEXTS.text(message, _canonical_message_text)
     assert text is not None  # _canonical_message_text never gives None
     return text
 
@@ -249,9 +284,10 @@ def _canonical_tools_text(tools: Any) -> str | None:
 
 def request_key(wire: dict[str, Any]) -> str:
     """sha256 of the canonical request. The only function that defines a key."""
-    hasher = KeyHasher()
+    hasher = _FIRST_HASHER
     for message in wire.get("messages") or []:
-        hasher = hasher.then(message_text(message))
+        text = message_text(message)
+        hasher = _FIRST_MESSAGES.then(text) if hasher is _FIRST_HASHER else hasher.then(text)
     return _finish(hasher, wire, tools_text(wire.get("tools")))
 
 
@@ -321,6 +357,19 @@ class KeyHasher:
         self._hash = hashlib.sha256(b'{"key_version":%d,"messages":[' % KEY_VERSION)
         self._empty = True
 
+    @property
+    def state(self) -> Any:
+        """The hash of the messages so far: never updated (then and key copy it first)."""
+        return self._hash
+
+    @staticmethod
+    def resumed(state: Any) -> KeyHasher:
+        """The hasher whose `state` this is: of at least one message (the empty one is KeyHasher())."""
+        hasher = KeyHasher.__new__(KeyHasher)
+        hasher._hash = state
+        hasher._empty = False
+        return hasher
+
     def then(self, message_text: str) -> KeyHasher:
         """The hasher of the messages so far plus one message, given as canonical_json of its canonical form."""
         nxt = KeyHasher.__new__(KeyHasher)
@@ -338,6 +387,43 @@ class KeyHasher:
         digest = self._hash.copy()
         digest.update(tail.encode())
         return digest.hexdigest()
+
+
+class _FirstMessageHashers:
+    """KeyHasher().then(text) for a request's first message, remembered by its text, bounded in characters.
+
+    A harness's calls open with the same system prompt (τ²'s 15 KB airline policy, on every agent
+    call): hashing it again costs a pass of sha256 over it, where the hash state after it is one
+    dict read (the text comes from message_text's memo, whose hash the str keeps). The messages after
+    it are a few hundred bytes each, cheaper to hash than to look up. An entry holds a text and a
+    hash state, neither tracked by the garbage collector. Hash states are never changed (KeyHasher
+    copies before it updates), so they can be shared; thread-safe for the same reasons as _TextMemo.
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self._max_chars = max_chars
+        self._states: dict[str, Any] = {}
+        self._chars = 0
+
+    def then(self, text: str) -> KeyHasher:
+        state = self._states.get(text)
+        if state is not None:
+            return KeyHasher.resumed(state)
+        hasher = _FIRST_HASHER.then(text)
+        if self._chars + len(text) > self._max_chars:
+            self._states = {}
+            self._chars = 0
+        self._states[text] = hasher.state
+        self._chars += len(text)
+        return hasher
+
+    def clear(self) -> None:
+        self._states = {}
+        self._chars = 0
+
+
+_FIRST_HASHER = KeyHasher()  # the hasher of no message yet, shared: a hasher is never changed
+_FIRST_MESSAGES = _FirstMessageHashers(1 << 20)
 
 
 def sample_key(key: str, seed: int | None, task_id: str, trial: int, occurrence: int) -> str:

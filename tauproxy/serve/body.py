@@ -20,12 +20,15 @@ async def read_capped(declared_length: str | None, chunks: AsyncIterator[bytes],
             raise HttpError(400, "Content-Length is not a number") from None
         if declared > max_bytes:  # refuse before reading a byte of it
             raise HttpError(413, f"request body of {declared} bytes exceeds the limit of {max_bytes}")
-    data = bytearray()
+    parts: list[bytes] = []
+    size = 0
     async for chunk in chunks:  # a chunked body has no declared length: count as it comes
-        data += chunk
-        if len(data) > max_bytes:
+        size += len(chunk)
+        if size > max_bytes:
             raise HttpError(413, f"request body exceeds the limit of {max_bytes} bytes")
-    return bytes(data)
+        if chunk:
+            parts.append(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)  # one part, nearly always: not copied
 
 
 def check_content_type(value: str | None) -> None:

@@ -1,18 +1,26 @@
-"""uvicorn's HTTP/1.1 protocol (h11) with a header-read timeout, and its own errors in JSON.
+"""uvicorn's HTTP/1.1 protocol (httptools) with a header-read timeout and a head-size limit, and its
+own errors in JSON.
+
+Why httptools rather than uvicorn's h11 protocol: at concurrency 32 a replayed hit is CPU-bound, and
+h11's protocol, written in Python (its parser, events and state machine), took about 0.11 ms of CPU
+per call at c=32 and 0.18 ms at c=1 around an app that answers at once, where httptools' (llhttp, in
+C) takes 0.05-0.07 ms (bench/serve_overhead.py's docstring).
 
 uvicorn times out only an idle keep-alive connection, and only until its first byte: a client that
 connects and sends nothing, or sends a request's head a byte at a time, holds a connection (and a
 file descriptor) for ever. Here a request's head (request line and headers) must arrive within
 `read_timeout_s` of its first byte, or of the connection's opening: a silent connection is closed, a
 partial head gets a JSON 408 and the connection is closed. The body's own deadline is the app's
-(app.py), which can answer in the usual way because a request exists by then.
+(app.py), which can answer in the usual way because a request exists by then. httptools sets no
+limit on a head's size, so here a head that passes MAX_HEAD_BYTES unfinished gets a JSON 431 and
+the connection is closed (h11's limit was 16 KiB).
 
 uvicorn answers an unparseable request with a plain-text 400; here it is the JSON error every other
 refusal of `tauproxy serve` is.
 
-uvicorn writes a response's head and its body with one `transport.write` each, and asyncio sends
-each at once: two segments, so a client wakes twice per answer (a Python client with many threads
-waits for its GIL each time). Here the writes of one pass of the event loop go out as one
+uvicorn writes a response's head and its body with one `transport.write` each, and the event loop
+sends each at once: two segments, so a client wakes twice per answer (a Python client with many
+threads waits for its GIL each time). Here the writes of one pass of the event loop go out as one
 (`_OneSendPerTurn`): a replayed answer, head and body, leaves in one send.
 """
 
@@ -21,20 +29,23 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable
+from http import HTTPStatus
 from typing import Any
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from tauproxy.serve.errors import HttpError
 
+# A head (request line and headers) longer than this, still unfinished, is refused (431).
+MAX_HEAD_BYTES = 64 * 1024
 
-def _raw_error(error: HttpError, reason: str) -> bytes:
-    """A whole HTTP/1.1 response for `error`, closing the connection, written without h11: h11 will
-    not send a response before it has a request, and a timed-out head is exactly that."""
+
+def _raw_error(error: HttpError) -> bytes:
+    """A whole HTTP/1.1 response for `error`, closing the connection: written directly, since the
+    protocol refuses before a request exists (a slow or oversized head, bytes that are not HTTP)."""
     body = json.dumps(error.body(), separators=(",", ":")).encode("utf-8")
     head = (
-        f"HTTP/1.1 {error.status} {reason}\r\n"
+        f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}\r\n"
         "content-type: application/json\r\n"
         f"content-length: {len(body)}\r\n"
         "connection: close\r\n\r\n"
@@ -91,12 +102,13 @@ class _OneSendPerTurn:
         return getattr(self._transport, name)
 
 
-class ServeProtocol(H11Protocol):
+class ServeProtocol(HttpToolsProtocol):
     """One connection; `read_timeout_s` is set by `protocol_with` for a server's settings."""
 
     read_timeout_s: float = 30.0
     _head_timer: asyncio.TimerHandle | None = None
-    _head_started = False
+    _head_started = False  # a head's first byte came, and the head is not complete yet
+    _head_bytes: int | None = 0  # bytes received while awaiting a head; None once it is complete
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -109,25 +121,39 @@ class ServeProtocol(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        awaiting_head = self.conn.their_state is h11.IDLE
-        if awaiting_head and not self._head_started:
-            self._head_started = True
-            self._arm_head_timer()  # the head's deadline runs from its first byte
+        if self._head_bytes is not None:
+            self._head_bytes += len(data)
         super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:  # the head is complete (or broken and answered)
-            self._cancel_head_timer()
-            self._head_started = False
+        if self._head_bytes is None or self.transport.is_closing():
+            return
+        if self._head_bytes > MAX_HEAD_BYTES:
+            self._refuse(HttpError(431, f"request headers exceed {MAX_HEAD_BYTES} bytes"))
+        elif self._head_started and self._head_timer is None:
+            # A head begun in these bytes and not complete in them: its deadline runs from now, its
+            # first byte's arrival. A head that arrives whole (nearly every one) needs no timer at all.
+            self._arm_head_timer()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_started = True
+        self._cancel_head_timer()  # the connection's own deadline ends: the head's begins (data_received)
+
+    def on_headers_complete(self) -> None:
+        self._head_started = False
+        self._head_bytes = None
+        self._cancel_head_timer()
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._head_bytes = 0  # what comes next is the next request's head
 
     def send_400_response(self, msg: str) -> None:
-        event = h11.Response(
-            status_code=400,
-            headers=[(b"content-type", b"application/json"), (b"connection", b"close")],
-            reason=b"Bad Request",
-        )
-        body = json.dumps(HttpError(400, f"not an HTTP/1.1 request: {msg}").body()).encode("utf-8")
-        self.transport.write(self.conn.send(event) or b"")
-        self.transport.write(self.conn.send(h11.Data(data=body)) or b"")
-        self.transport.write(self.conn.send(h11.EndOfMessage()) or b"")
+        self._refuse(HttpError(400, f"not an HTTP/1.1 request: {msg}"))
+
+    def _refuse(self, error: HttpError) -> None:
+        self._cancel_head_timer()
+        self.transport.write(_raw_error(error))
         self.transport.close()
 
     def _arm_head_timer(self) -> None:
@@ -141,12 +167,13 @@ class ServeProtocol(H11Protocol):
 
     def _head_too_slow(self) -> None:
         self._head_timer = None
-        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+        if self.transport.is_closing() or self._head_bytes is None:
             return
         if self._head_started:
             message = f"request headers not received within {self.read_timeout_s:g} s (--read-timeout)"
-            self.transport.write(_raw_error(HttpError(408, message), "Request Timeout"))
-        self.transport.close()
+            self._refuse(HttpError(408, message))
+        else:
+            self.transport.close()
 
 
 def protocol_with(read_timeout_s: float) -> type[ServeProtocol]:

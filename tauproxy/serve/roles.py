@@ -27,10 +27,28 @@ MARKER_CHARS = 160  # enough to be unambiguous, short enough to survive small te
 
 def recognise_role(messages: list[Any]) -> CallRole:
     system = _system_text(messages)
-    if system:
-        for role, markers in tau2_markers().items():
-            if any(marker in system for marker in markers):
-                return role
+    if not system:
+        return DEFAULT_ROLE
+    known = _ROLE_OF_SYSTEM.get(system)
+    if known is None:
+        known = _role_in(system)
+        if len(_ROLE_OF_SYSTEM) >= SYSTEM_TEXTS:
+            _ROLE_OF_SYSTEM.clear()  # full: start again (a harness runs a handful of prompts at a time)
+        _ROLE_OF_SYSTEM[system] = known
+    return known
+
+
+# The role of the system prompts seen last: a harness sends one prompt per role call after call (τ²'s
+# airline policy is 15 KB), and looking it up costs a hash of it, where searching it for every role's
+# markers costs a pass over it per marker. Bounded; thread-safe, each step one dict operation.
+SYSTEM_TEXTS = 64
+_ROLE_OF_SYSTEM: dict[str, CallRole] = {}
+
+
+def _role_in(system: str) -> CallRole:
+    for role, markers in tau2_markers().items():
+        if any(marker in system for marker in markers):
+            return role
     return DEFAULT_ROLE
 
 
@@ -61,7 +79,8 @@ def tau2_markers() -> dict[CallRole, tuple[str, ...]]:
         ),
         "agent": tuple(_head(text) for text in _assigned_strings(root / "agent" / "llm_agent.py", "AGENT_INSTRUCTION")),
     }
-    return {role: tuple(m for m in found if m) for role, found in markers.items() if any(found)}
+    # Each marker once: two guideline files may open alike, and each marker is a pass over a prompt.
+    return {role: tuple(dict.fromkeys(m for m in found if m)) for role, found in markers.items() if any(found)}
 
 
 def _head(text: str) -> str:

@@ -203,5 +203,8 @@ def make_server(built: Built, ready_line: str, out: Callable[[str], None] = _pri
         lifespan="on",
         server_header=False,
         date_header=False,
+        # Nothing in serve reads the client's address or scheme, so X-Forwarded-* need no rewriting
+        # of every request's scope (uvicorn's default wraps the app in a middleware that does).
+        proxy_headers=False,
     )
     return _Server(uv_config, ready_line, out, built.app.stop_soon)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
 from tauproxy.errors import CassetteError
@@ -212,9 +212,45 @@ class IndexQuery:
         self._complete()
         return int(self.db.execute("SELECT COUNT(*) FROM content WHERE kind = ?", (kind,)).fetchone()[0])
 
-    def text_of(self, kind: int, ref: str) -> str:
-        """The canonical JSON text of a message or blob, checked against its hash."""
-        found = self.find(kind, ref)
+    def _find_each(self, wanted: Sequence[tuple[int, str]]) -> list[Located | str | None]:
+        """`find` of each (kind, reference), with one query for all of those that are neither
+        remembered nor clashed nor shorter than REF_LEN (those take `find`'s own path): a replayed
+        hit's reply and raw body in one query rather than two."""
+        found: list[Located | str | None] = []
+        asked: dict[tuple[int, int], list[int]] = {}  # (kind, r) -> where in `found`
+        for kind, ref in wanted:
+            if len(ref) != REF_LEN or (self.clashed and (kind, ref_int(ref)) in self.clashed):
+                found.append(self.find(kind, ref))
+                continue
+            known = self._known(kind, ref)
+            if known is None:
+                asked.setdefault((kind, ref_int(ref)), []).append(len(found))
+            found.append(known)  # None unless a row says otherwise, below
+        if asked:
+            rows = self.db.execute(
+                "SELECT full, off, len, line, parent, message, depth, kind, r FROM content WHERE "
+                + " OR ".join(["(kind = ? AND r = ?)"] * len(asked)),
+                [part for pair in asked for part in pair],
+            ).fetchall()
+            for row in rows:
+                full = row[0].hex()
+                for at in asked[(row[7], row[8])]:
+                    kind, ref = wanted[at]
+                    if ref_matches(full, ref):  # (content holds one row per reference: no clash here)
+                        located = Located(full, *row[1:7])
+                        found[at] = located
+                        if located.depth is not None:
+                            self.remember((kind, ref), located)
+        return found
+
+    def texts_of(self, wanted: Sequence[tuple[int, str]]) -> list[str]:
+        """The canonical JSON text of each message or blob (kind, reference), checked against its
+        hash; those no memo knows are found with one query (`_find_each`)."""
+        found = self._find_each(wanted)
+        return [self._text_at(kind, ref, where) for (kind, ref), where in zip(wanted, found, strict=True)]
+
+    def _text_at(self, kind: int, ref: str, found: Located | str | None) -> str:
+        """The text of the content `ref` names, where `find` found it (or did not)."""
         if not isinstance(found, Located):
             state = "names two different contents" if found == AMBIGUOUS else "is not stored"
             raise CassetteError(f"{self.calls_file}: {KIND_NAME[kind]} {ref[:12]} {state}")

@@ -71,13 +71,33 @@ class CassetteReader:
             if cached is not None:
                 self._text_cache.move_to_end((kind, ref))
                 return cached
-            text = self._file.read(lambda idx: idx.query.text_of(kind, ref))
+            text = self._file.read(lambda idx: idx.query.texts_of([(kind, ref)])[0])
             self._fresh_caches()
-            self._text_cache[(kind, ref)] = text
-            self._text_bytes += len(text)
-            while self._text_bytes > TEXT_CACHE_CHARS and len(self._text_cache) > 1:
-                self._text_bytes -= len(self._text_cache.popitem(last=False)[1])
+            self._keep((kind, ref), text)
             return text
+
+    def _texts(self, wanted: list[tuple[int, str]]) -> list[str]:
+        """`_text` of each (kind, reference); those not cached are read with one index query."""
+        with self._file.lock:
+            self._fresh_caches()
+            texts = {want: text for want in wanted if (text := self._text_cache.get(want)) is not None}
+            for want in texts:
+                self._text_cache.move_to_end(want)
+            missing = list(dict.fromkeys(want for want in wanted if want not in texts))
+            if missing:
+                read = self._file.read(lambda idx: idx.query.texts_of(missing))
+                self._fresh_caches()
+                for want, text in zip(missing, read, strict=True):
+                    texts[want] = text
+                    self._keep(want, text)
+            return [texts[want] for want in wanted]
+
+    def _keep(self, want: tuple[int, str], text: str) -> None:
+        """Cache a text just read (the caller holds the lock), dropping the oldest past the bound."""
+        self._text_cache[want] = text
+        self._text_bytes += len(text)
+        while self._text_bytes > TEXT_CACHE_CHARS and len(self._text_cache) > 1:
+            self._text_bytes -= len(self._text_cache.popitem(last=False)[1])
 
     def by_key(self, key: str) -> list[CassetteEntry]:
         """The samples of one request key, in file order."""
@@ -161,11 +181,14 @@ class CassetteReader:
     def response_of(self, entry: CassetteEntry) -> dict[str, Any]:
         """The chat-completions body that was recorded (tool-call arguments in canonical JSON).
 
-        The replay hot path: no chain walk, no deepcopy; every object in it is new.
+        The replay hot path: no chain walk, no deepcopy; every object in it is new. The answer's raw
+        body, if it has one, is read with the reply (one index query), for raw_body_of to find cached.
         """
-        raw = entry.response.raw
-        message = self.blob(raw) if raw is not None else self.message(entry.response.message)
-        return answer_body(message, entry.response, entry.usage, entry.sample_key, entry.request.model)
+        response = entry.response
+        reply = (BLOB, response.raw) if response.raw is not None else (MSG, response.message)
+        texts = self._texts([reply] if response.body is None else [reply, (BLOB, response.body)])
+        message: dict[str, Any] = json.loads(texts[0])
+        return answer_body(message, response, entry.usage, entry.sample_key, entry.request.model)
 
     def raw_body_of(self, entry: CassetteEntry) -> str | None:
         """The answer body exactly as the upstream sent it, for wire APIs that keep it (entry.py)."""

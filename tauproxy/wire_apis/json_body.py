@@ -15,9 +15,15 @@ import functools
 import json
 import math
 import re
-from typing import Any
+from _json import make_scanner, scanstring
+from typing import Any, cast
 
 from tauproxy.wire_apis.base import RequestRejected
+from tauproxy.wire_apis.json_members import RememberedMembers, object_members
+
+REQUEST_BODY = "request body"
+# A request body's members that every call repeats (its tool list), remembered by their text.
+_REMEMBERED = RememberedMembers()
 
 # Deeper than any real request, and far below what json, pydantic and the key's recursive
 # canonical form can take: a deeper body is refused before anything recurses over it.
@@ -66,20 +72,46 @@ def _encodes(text: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=8)
+def _decoder(what: str) -> json.JSONDecoder:
+    """The decoder json.loads would build for these hooks on every call, built once per `what` (a
+    decoder keeps no state between documents)."""
+    refuse, finite = functools.partial(_refuse_constant, what), functools.partial(_finite_float, what)
+    return json.JSONDecoder(parse_constant=refuse, parse_float=finite)
+
+
+@functools.lru_cache(maxsize=8)
+def _scanner(what: str) -> make_scanner:
+    """The scanner of `_decoder(what)`: one JSON value at an index, with its hooks (json_members.py)."""
+    # As JSONDecoder makes its own (typeshed names the context a make_scanner; it is the decoder).
+    return make_scanner(cast(Any, _decoder(what)))
+
+
 def parse_json_body(raw: bytes, what: str = "request body") -> Any:
     """The JSON value of a request body (or of `what`): strict UTF-8, finite numbers, no lone
     surrogates (else RequestRejected, a 400, naming `what`)."""
+    return _no_lone_surrogates(raw, _parsed(_utf8(raw, what), what), what)
+
+
+def _utf8(raw: bytes, what: str) -> str:
     try:
-        text = raw.decode("utf-8")  # strict: refuses invalid bytes and UTF-8-encoded surrogates alike
+        return raw.decode("utf-8")  # strict: refuses invalid bytes and UTF-8-encoded surrogates alike
     except UnicodeDecodeError as exc:
         raise RequestRejected(f"{what} is not valid UTF-8 (byte {exc.start}: {exc.reason})") from None
+
+
+def _parsed(text: str, what: str) -> Any:
     try:
-        refuse, finite = functools.partial(_refuse_constant, what), functools.partial(_finite_float, what)
-        value = json.loads(text, parse_constant=refuse, parse_float=finite)
+        if text.startswith("\ufeff"):  # what json.loads says, which decode alone does not check
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        return _decoder(what).decode(text)
     except RecursionError:
         raise RequestRejected(f"{what} nests deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError as exc:
         raise RequestRejected(f"{what} is not valid JSON: {exc}") from None
+
+
+def _no_lone_surrogates(raw: bytes, value: Any, what: str) -> Any:
     if _SURROGATE_ESCAPE.search(raw):
         path = lone_surrogate_path(value)
         if path is not None:
@@ -112,8 +144,20 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
     containers costs a fraction of a scan of the raw bytes in Python (a τ²-sized body of 23 KB holds
     about 200 containers). Nothing recursive sees a body before this check passed.
     """
-    body = parse_json_body(raw)
-    if nesting_depth(body) > MAX_JSON_DEPTH:
+    text = _utf8(raw, REQUEST_BODY)
+    read = object_members(text, _scanner(REQUEST_BODY), scanstring, _REMEMBERED, nesting_depth, MAX_JSON_DEPTH)
+    known: dict[str, int] = {}
+    if read is None:  # not an object json_members.py reads as json does: json's own parse decides
+        body = _parsed(text, REQUEST_BODY)
+    else:
+        body, known = read
+    _no_lone_surrogates(raw, body, REQUEST_BODY)
+    if known:  # members whose depth is known (the tool list a harness repeats): the rest is walked
+        rest = {name: value for name, value in body.items() if name not in known}
+        depth = max(nesting_depth(rest), *(1 + member for member in known.values()))
+    else:
+        depth = nesting_depth(body)
+    if depth > MAX_JSON_DEPTH:
         raise RequestRejected(f"request body nests deeper than {MAX_JSON_DEPTH} levels")
     if not isinstance(body, dict):
         raise RequestRejected("request body must be a JSON object")

@@ -264,3 +264,70 @@ def test_a_message_seen_before_keys_as_it_did_and_equal_values_of_other_types_do
     assert request_key({"model": "m", "messages": [{"role": "user", "content": Text("1")}]}) == fresh_key(
         {"model": "m", "messages": [{"role": "user", "content": "1"}]}
     )
+
+
+def test_requests_that_share_their_first_message_key_as_each_alone() -> None:
+    from tauproxy.data_model import key as key_module
+
+    def alone(body: dict[str, Any]) -> str:
+        key_module._FIRST_MESSAGES.clear()
+        return request_key(body)
+
+    policy = {"role": "system", "content": "policy " * 3000}
+    bodies = [
+        {"model": "m", "messages": [policy, *({"role": "user", "content": f"turn {t}"} for t in range(turns))]}
+        for turns in range(4)
+    ]
+    bodies.append({"model": "m", "messages": [{**policy, "content": "another policy"}, *bodies[3]["messages"][1:]]})
+    expected = [alone(body) for body in bodies]
+    assert len(set(expected)) == len(bodies)
+    for _ in range(2):  # each after the others: the hash state after the shared policy is reused
+        assert [request_key(json.loads(json.dumps(body))) for body in bodies] == expected
+    small = key_module._FirstMessageHashers(max_chars=20_000)  # past its bound, it starts again: the same keys
+    hashers = []
+    for body in bodies:
+        first, *rest = body["messages"]
+        hasher = small.then(key_module.message_text(first))
+        for message in rest:
+            hasher = hasher.then(key_module.message_text(message))
+        hashers.append(key_module._finish(hasher, body, None))
+    assert hashers == expected
+
+
+def test_canonical_json_says_what_json_dumps_says_with_the_canonical_settings() -> None:
+    from tauproxy.data_model.key import canonical_json
+
+    values: list[Any] = [
+        {"b": [1, 2.5, -0.0, 1e300, 2**70, True, None], "a": {"é": '☃ \u2028 \\ "', "": []}},
+        [float("nan"), float("inf"), -float("inf"), 1.0, 0.1],
+        "plain \ud83d\ude00 text",
+        12,
+        None,
+        {10: "int keys", 9: {}},
+    ]
+    for value in values:
+        assert canonical_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    circular: list[Any] = []
+    circular.append(circular)
+    with pytest.raises(ValueError, match="Circular reference"):
+        canonical_json(circular)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        canonical_json({"x": object()})
+
+
+def test_a_message_of_strings_seen_before_keys_as_it_did_in_any_key_order() -> None:
+    from tauproxy.data_model import key as key_module
+
+    message = {"role": "system", "content": "policy ☃ " * 500, "name": "ops"}
+    reordered = {"name": "ops", "content": "policy ☃ " * 500, "role": "system"}
+    key_module._MESSAGE_TEXTS.clear()
+    first = key_module.message_text(message)
+    assert first == key_module.canonical_json(key_module.canonical_message(message))
+    assert key_module.message_text(reordered) == first  # another entry, of the same text
+    assert key_module.message_text({**message, "name": "other"}) != first
+    empty_calls = {"role": "assistant", "content": "x", "tool_calls": ""}  # canonically dropped
+    assert key_module.message_text(empty_calls) == '{"content":"x","role":"assistant"}'
+    body = {"model": "m", "messages": [message]}
+    remembered = request_key(body)
+    key_module._MESSAGE_TEXTS.clear()
+    assert request_key(json.loads(json.dumps(body))) == remembered

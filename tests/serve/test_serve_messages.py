@@ -24,7 +24,7 @@ from tauproxy.proxy.pricing import ModelPrice, Pricing
 from tauproxy.serve.app import ServeApp
 from tauproxy.serve.completions import CompletionService
 from tauproxy.serve.config import UpstreamMap, UpstreamRoute
-from tauproxy.serve.roles import recognise_role, tau2_markers
+from tauproxy.serve.roles import SYSTEM_TEXTS, recognise_role, tau2_markers
 from tauproxy.serve.runlog import RunLog
 from tauproxy.store.cassette import Cassette
 from tauproxy.wire_apis.messages import MessagesApi
@@ -274,3 +274,14 @@ def test_a_messages_system_prompt_names_the_callers_role(as_blocks: bool) -> Non
     assert recognise_role(MessagesApi().request(body, VERSION).conversation) == "user"
     body.pop("system")
     assert recognise_role(MessagesApi().request(body, VERSION).conversation) == "agent"
+
+
+def test_a_system_prompt_seen_before_names_the_same_role_past_the_memo_bound() -> None:
+    markers = tau2_markers().get("user")
+    if not markers:
+        pytest.skip("needs the tau2 extra: role markers are read from its installed files")
+    prompts = [(f"{markers[0]}\nCustomer {i}.", "user") for i in range(SYSTEM_TEXTS + 5)]
+    prompts += [(f"Agent prompt {i}.", "agent") for i in range(SYSTEM_TEXTS + 5)]
+    for _ in range(2):  # the second pass reads what the first remembered (or made again past the bound)
+        for system, role in prompts:
+            assert recognise_role([{"role": "system", "content": system}, {"role": "user", "content": "Hi"}]) == role

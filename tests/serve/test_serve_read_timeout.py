@@ -13,6 +13,7 @@ import pytest
 
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.serve.config import ServeConfig
+from tauproxy.serve.protocol import MAX_HEAD_BYTES
 from tauproxy.serve.server import bind, build, make_server
 
 READ_TIMEOUT_S = 0.3
@@ -74,6 +75,25 @@ def test_a_request_that_is_not_http_gets_a_json_400(port: int) -> None:
     status, headers, body = split(exchange(port, b"NOT HTTP AT ALL\r\n\r\n"))
     assert status.startswith("HTTP/1.1 400") and headers["content-type"] == "application/json"
     assert json.loads(body)["error"]["type"] == "invalid_request_error"
+
+
+def test_a_head_longer_than_the_limit_gets_a_json_431_and_the_connection_closes(port: int) -> None:
+    padding = b"X-Padding: " + b"p" * 1000 + b"\r\n"
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + padding * (MAX_HEAD_BYTES // len(padding) + 1)
+    status, headers, body = split(exchange(port, head))
+    assert status.startswith("HTTP/1.1 431") and headers["connection"] == "close"
+    assert json.loads(body)["error"]["message"] == f"request headers exceed {MAX_HEAD_BYTES} bytes"
+
+
+def test_a_body_longer_than_the_head_limit_is_read_as_a_body(port: int) -> None:
+    body = b'{"model": "m", "pad": "' + b"p" * (4 * MAX_HEAD_BYTES)  # not JSON: the app's 400 says so
+    head = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
+    )
+    status, _, answer = split(exchange(port, head + body))
+    assert status.startswith("HTTP/1.1 400")
+    assert "not valid JSON" in json.loads(answer)["error"]["message"]
 
 
 def test_a_prompt_request_is_answered_and_the_connection_kept(port: int) -> None:

@@ -1,5 +1,6 @@
 """The writer's shortcuts say what the slow path would: the content lines it hands the index parse
-to what it says, its one query per kind answers as `find` does, and the key it checks is request_key."""
+to what it says, its one query per kind answers as `find` does, and the key it checks is request_key;
+and the reader's one query for a hit's reply and raw body reads what one query each would."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tauproxy.errors import CassetteError
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.format import CallLine, encode_node, parse_line, short_ref
 from tauproxy.store.index_build import IndexBuilder
-from tauproxy.store.index_db import MSG
+from tauproxy.store.index_db import BLOB, MSG
 from tauproxy.store.index_pending import AppendedLine, KeyedCall
 from tauproxy.store.wire_form import stored_parts
 
@@ -97,6 +98,23 @@ def test_find_many_answers_as_find(tmp_path: Path) -> None:
     query.recent.clear()
     assert many == {ref: query.find(MSG, ref) for ref in refs}
     assert any(found is not None for found in many.values()) and any(found is None for found in many.values())
+
+
+def test_a_hits_reply_and_raw_body_are_read_in_one_query_as_each_alone(tmp_path: Path) -> None:
+    cassette = Cassette.open(tmp_path / "c")
+    raw = '{"id": "r0", "object": "chat.completion", "choices": []}'
+    cassette.record(recording(awkward_request(0), answer(0)).model_copy(update={"raw_body": raw}))
+    (entry,) = cassette.entries()
+    reply, body = (MSG, entry.response.message), (BLOB, entry.response.body or "")
+    query = cassette.reader._file.index().query
+    query.recent.clear()
+    together = query.texts_of([reply, body, reply])
+    assert together == [query.texts_of([want])[0] for want in (reply, body, reply)]
+    with pytest.raises(CassetteError, match="is not stored"):
+        query.texts_of([reply, (BLOB, "0" * 16)])
+    fresh = Cassette.open(tmp_path / "c")  # a reader that has cached nothing
+    assert fresh.response_of(entry) == cassette.response_of(entry)
+    assert fresh.raw_body_of(entry) == raw
 
 
 def test_node_lines_written_directly_are_canonical_json() -> None:
