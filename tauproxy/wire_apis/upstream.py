@@ -3,7 +3,8 @@ its own, and the one live transport serve (and in-process interception) hands th
 
 `PassThroughTransport` posts a call's body to the provider's own endpoint of its wire API
 (base.UpstreamEndpoint says where, and where its key comes from: serve's environment or the upstream
-map, never a client header): a native call's body as its client sent it (less `stream`), a chat
+map, never a client header): a native call's body as its client sent it (less `stream`; its very
+bytes when nothing was left out and the model keeps its name, NativeRequest.sent), a chat
 call's keyed body (the client's, less connection settings and the stream flag). The answer is kept
 as text, byte for byte (Completion.raw_body), with its content type when that is not plain
 application/json, beside its chat-shaped view. Failures become the same
@@ -176,6 +177,8 @@ class PassThroughTransport:
         body = dict(native.body) if native is not None else dict(call.wire)
         if call.upstream_model is not None:
             body["model"] = upstream_model(endpoint, call.upstream_model)
+        # The client's bytes as they came, when they say what is sent (no model routed to another name).
+        sent = native.sent if native is not None and body.get("model") == native.body.get("model") else None
         url = upstream_url(endpoint, connection.api_base)
         client_headers = native.headers if native is not None else {}
         passed_on = {name: value for name, value in client_headers.items() if name.lower() not in KEY_HEADERS}
@@ -184,7 +187,7 @@ class PassThroughTransport:
         timeout = connection.timeout if connection.timeout is not None else DEFAULT_TIMEOUT_S
         started = time.perf_counter()
         try:
-            response = self._post(url, compact_json(body), headers, timeout)
+            response = self._post(url, sent if sent is not None else compact_json(body), headers, timeout)
         except httpx.TimeoutException:
             message = f"{call.model}: no answer from {url} within {timeout:g} s"
             raise ModelCallError(message, code="upstream_timeout") from None
