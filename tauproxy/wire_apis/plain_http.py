@@ -172,8 +172,8 @@ class PlainHttp:
 
 def _set_timeout(sock: socket.socket, timeout: float) -> None:
     """A blocking socket whose sends and receives each give up after `timeout` seconds (EAGAIN)."""
-    seconds = int(timeout)
-    value = struct.pack("ll", seconds, int((timeout - seconds) * 1_000_000))
+    microseconds = max(1, round(timeout * 1_000_000))  # at least 1: a zero would mean no timeout at all
+    value = struct.pack("ll", microseconds // 1_000_000, microseconds % 1_000_000)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
 
@@ -218,7 +218,7 @@ def _read_answer(connection: _Connection) -> tuple[int, list[tuple[bytes, bytes]
             if not colon or not name or name != name.strip() or line[:1] in (b" ", b"\t"):
                 raise httpx.RemoteProtocolError(f"malformed header line: {line[:100]!r}")
             headers.append((name, value.strip(b" \t")))
-        if 100 <= status < 200:
+        if 100 <= status < 200 and status != 101:  # informational: the answer follows it
             continue
         break
     fields: dict[bytes, bytes] = {}
