@@ -112,6 +112,21 @@ class _HeldFile:
             self._fd = None  # removed while held open: lock the one there now
             os.close(fd)
 
+    def close_if_idle(self) -> bool:
+        """Close the lock file unless a thread holds (or is taking) the lock: whether it did. A
+        later hold opens it again."""
+        if not self._mutex.acquire(blocking=False):
+            return False
+        try:
+            if self._depth:
+                return False
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            return True
+        finally:
+            self._mutex.release()
+
     def _open(self) -> int:
         try:
             return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -124,8 +139,12 @@ class _HeldFile:
 # by: a writer locks once per commit, and resolving the path and making sure of the private
 # directory every time cost more than taking the lock. (Once made, the private directory stays:
 # should it be removed, _HeldFile makes it again, and the next index built there writes its
-# `.gitignore`.)
+# `.gitignore`.) At most MAX_HELD_FILES are kept: a process that goes through many cassettes (a test
+# suite) closes the idle ones' files before it opens another, so it never runs out of descriptors.
+# One closed while a thread was about to take it only opens again; two objects for one directory
+# still exclude each other, through the flocks of their own descriptors.
 _LOCKS: dict[Path, _HeldFile] = {}
+MAX_HELD_FILES = 16
 
 
 @contextmanager
@@ -133,6 +152,10 @@ def locked(directory: Path, *, read_only_ok: bool = False) -> Iterator[None]:
     """Hold the cassette's file lock; `read_only_ok` proceeds unlocked where no lock file can exist."""
     held = _LOCKS.get(directory)
     if held is None or held.pid != os.getpid():  # a forked child never shares its parent's descriptor
+        if len(_LOCKS) >= MAX_HELD_FILES:
+            for name, other in list(_LOCKS.items()):
+                if other.pid != os.getpid() or other.close_if_idle():
+                    _LOCKS.pop(name, None)
         held = _LOCKS[directory] = _HeldFile(directory)
     acquired = _acquire(held, read_only_ok)
     try:

@@ -5,6 +5,7 @@ survives its file being removed, and a forked child never shares its parent's ho
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -122,3 +123,25 @@ def test_a_forked_child_does_not_share_its_parents_hold(tmp_path: Path) -> None:
     child.start()
     child.join(30)
     assert result.get(timeout=10) == "acquired"
+
+
+def open_lock_files() -> int:
+    """How many descriptors this process holds open on cassette lock files."""
+    count = 0
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            count += Path(os.readlink(fd)).name == LOCK_FILE
+        except OSError:
+            continue
+    return count
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
+def test_a_process_that_goes_through_many_cassettes_keeps_few_lock_files_open(tmp_path: Path) -> None:
+    for index in range(3 * locking.MAX_HELD_FILES):
+        (tmp_path / str(index)).mkdir()
+        with locked(tmp_path / str(index)):
+            pass
+        assert open_lock_files() <= locking.MAX_HELD_FILES
+    with locked(tmp_path / "0"):  # closed, opened again: still the lock
+        assert not free_for_filelock(tmp_path / "0")
