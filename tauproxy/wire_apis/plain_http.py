@@ -7,8 +7,8 @@ per call, and its socket calls (a readability poll, a poll before every send and
 set before each) each let go of the GIL, which 32 threads then hand round: every hand-over is a
 context switch. Here a call is one `sendall` of its head and body and, usually, one `recv`; the
 timeout is the socket's own (SO_RCVTIMEO, SO_SNDTIMEO), set once per connection and timeout.
-Measured with the bench's misses at concurrency 32 (bench/serve_overhead.py), serve's CPU per miss
-went from about 3.7 to 2.8 ms.
+Measured with the bench's misses at concurrency 32 (bench/serve_overhead.py's miss arm, 9 runs of
+each, interleaved), serve's CPU per miss went from 3.55 to 2.59 ms (medians).
 
 What the upstream sees and what the caller gets are httpx's: the request's head is the one the
 client builds (`Client.build_request`: its Host, Accept, Accept-Encoding, Connection and User-Agent,
