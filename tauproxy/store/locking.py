@@ -34,6 +34,7 @@ from tauproxy.store.format import LOCK_FILE, PRIVATE_DIR, REWRITE_PREFIX, REWRIT
 
 LOCK_TIMEOUT_S = 120.0
 LOCK_POLL_S = 0.002
+_REGISTRY = threading.Lock()  # makes each lock file's one _HeldFile
 _IGNORE_ALL = "# tauproxy's private files for calls.jsonl (index, lock, rewrites): never committed\n*\n"
 
 
@@ -65,9 +66,9 @@ class _HeldFile:
     """One cassette's lock file, held open by this process: re-entrant within a thread, one thread at
     a time, and one flock per outermost hold (module docstring)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, path: str) -> None:
         self.directory = directory
-        self.path = str(directory.resolve() / PRIVATE_DIR / LOCK_FILE)
+        self.path = path
         self.pid = os.getpid()
         self._mutex = threading.RLock()
         self._fd: int | None = None
@@ -110,6 +111,7 @@ class _HeldFile:
             if os.fstat(fd).st_nlink:  # still the file the others lock by its name
                 return
             self._fd = None  # removed while held open: lock the one there now
+            _OPEN.discard(self)
             os.close(fd)
 
     def close_if_idle(self) -> bool:
@@ -123,27 +125,37 @@ class _HeldFile:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+                _OPEN.discard(self)
             return True
         finally:
             self._mutex.release()
 
     def _open(self) -> int:
+        if len(_OPEN) >= MAX_HELD_FILES:  # make room: close the idle ones (see _LOCKS)
+            for other in list(_OPEN):
+                if other is not self and other.pid == self.pid:
+                    other.close_if_idle()
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except FileNotFoundError:  # the private directory is gone: made again, as filelock would
             private_dir(self.directory.resolve())
-            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        _OPEN.add(self)
+        return fd
 
 
 # The held lock file of each cassette directory this process has locked, by the path it was named
 # by: a writer locks once per commit, and resolving the path and making sure of the private
 # directory every time cost more than taking the lock. (Once made, the private directory stays:
 # should it be removed, _HeldFile makes it again, and the next index built there writes its
-# `.gitignore`.) At most MAX_HELD_FILES are kept: a process that goes through many cassettes (a test
-# suite) closes the idle ones' files before it opens another, so it never runs out of descriptors.
-# One closed while a thread was about to take it only opens again; two objects for one directory
-# still exclude each other, through the flocks of their own descriptors.
+# `.gitignore`.) One object per lock file (`_FILES`, by its resolved path), however its directory
+# is named, so a thread that holds it takes it again by any name. At most MAX_HELD_FILES keep their
+# file open (`_OPEN`): a process that goes through many cassettes (a test suite) closes the idle
+# ones' before it opens another, so it never runs out of descriptors; a closed one opens again
+# when next taken.
 _LOCKS: dict[Path, _HeldFile] = {}
+_FILES: dict[str, _HeldFile] = {}
+_OPEN: set[_HeldFile] = set()
 MAX_HELD_FILES = 16
 
 
@@ -152,17 +164,22 @@ def locked(directory: Path, *, read_only_ok: bool = False) -> Iterator[None]:
     """Hold the cassette's file lock; `read_only_ok` proceeds unlocked where no lock file can exist."""
     held = _LOCKS.get(directory)
     if held is None or held.pid != os.getpid():  # a forked child never shares its parent's descriptor
-        if len(_LOCKS) >= MAX_HELD_FILES:
-            for name, other in list(_LOCKS.items()):
-                if other.pid != os.getpid() or other.close_if_idle():
-                    _LOCKS.pop(name, None)
-        held = _LOCKS[directory] = _HeldFile(directory)
+        held = _LOCKS[directory] = _held_file(directory)
     acquired = _acquire(held, read_only_ok)
     try:
         yield
     finally:
         if acquired:
             held.release()
+
+
+def _held_file(directory: Path) -> _HeldFile:
+    path = str(directory.resolve() / PRIVATE_DIR / LOCK_FILE)
+    with _REGISTRY:
+        held = _FILES.get(path)
+        if held is None or held.pid != os.getpid():
+            held = _FILES[path] = _HeldFile(directory, path)
+        return held
 
 
 def _acquire(held: _HeldFile, read_only_ok: bool) -> bool:

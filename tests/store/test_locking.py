@@ -145,3 +145,12 @@ def test_a_process_that_goes_through_many_cassettes_keeps_few_lock_files_open(tm
         assert open_lock_files() <= locking.MAX_HELD_FILES
     with locked(tmp_path / "0"):  # closed, opened again: still the lock
         assert not free_for_filelock(tmp_path / "0")
+
+
+def test_a_thread_that_holds_it_takes_it_again_by_another_name(tmp_path: Path) -> None:
+    cassette = tmp_path / "cassette"
+    cassette.mkdir()
+    (tmp_path / "link").symlink_to(cassette)
+    with locked(cassette), locked(tmp_path / "link"), locked(tmp_path / ".." / tmp_path.name / "cassette"):
+        assert not free_for_filelock(cassette)
+    assert free_for_filelock(cassette)
