@@ -74,10 +74,12 @@ class _HeldFile:
         self._fd: int | None = None
         self._depth = 0
 
-    def acquire(self) -> None:
-        """Hold the lock; filelock's Timeout after LOCK_TIMEOUT_S, OSError if the file cannot be opened."""
-        deadline = time.monotonic() + LOCK_TIMEOUT_S
-        if not self._mutex.acquire(timeout=LOCK_TIMEOUT_S):
+    def acquire(self, timeout: float | None = None) -> None:
+        """Hold the lock; filelock's Timeout after `timeout` seconds (0: at once; None: LOCK_TIMEOUT_S),
+        OSError if the file cannot be opened."""
+        timeout = LOCK_TIMEOUT_S if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        if not self._mutex.acquire(timeout=timeout):
             raise Timeout(self.path)
         try:
             if self._depth == 0:
@@ -214,10 +216,10 @@ def remove_leftovers(directory: Path) -> None:
     temps = rewrite_leftovers(directory)
     if not temps and not old_lock.exists():
         return
-    lock = cassette_lock(directory)
+    held = _held_file(directory)  # the one `locked` holds: a thread that holds it already goes on
     try:
         private_dir(directory.resolve())
-        lock.acquire(timeout=0)
+        held.acquire(timeout=0)
     except (Timeout, OSError):
         return
     try:
@@ -227,7 +229,7 @@ def remove_leftovers(directory: Path) -> None:
     except OSError:
         pass  # not ours to remove (permissions): harmless, tried again on the next open
     finally:
-        lock.release()
+        held.release()
 
 
 def _remove_old_lock(old_lock: Path) -> None:

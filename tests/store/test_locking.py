@@ -16,7 +16,7 @@ from filelock import FileLock, Timeout
 from tauproxy.errors import CassetteError
 from tauproxy.store import locking
 from tauproxy.store.format import LOCK_FILE, PRIVATE_DIR
-from tauproxy.store.locking import cassette_lock, locked
+from tauproxy.store.locking import cassette_lock, locked, remove_leftovers
 
 
 def free_for_filelock(directory: Path) -> bool:
@@ -154,3 +154,12 @@ def test_a_thread_that_holds_it_takes_it_again_by_another_name(tmp_path: Path) -
     with locked(cassette), locked(tmp_path / "link"), locked(tmp_path / ".." / tmp_path.name / "cassette"):
         assert not free_for_filelock(cassette)
     assert free_for_filelock(cassette)
+
+
+def test_a_thread_that_holds_it_clears_a_killed_rewrites_leftovers(tmp_path: Path) -> None:
+    (tmp_path / PRIVATE_DIR).mkdir()
+    leftover = tmp_path / PRIVATE_DIR / ".calls.dead.tmp"
+    leftover.write_text("half a rewrite")
+    with locked(tmp_path):  # as a merge holds its target's lock while it opens it
+        remove_leftovers(tmp_path)
+        assert not leftover.exists()
