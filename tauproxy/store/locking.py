@@ -9,8 +9,9 @@ be created (a read-only checkout) readers proceed without it.
 `filelock.FileLock`, which opens, checks and closes the file at every hold: a writer locks once per
 commit, and that cost a lone writer about 0.25 ms of its 3 ms per call (the bench's misses at
 concurrency 1). It is the same lock on the same file, so it excludes a `FileLock` (`cassette_lock`,
-older versions) as it excludes itself. A lock file removed while held open (its links gone) is
-opened again; a forked child opens its own.
+older versions) as it excludes itself. One object holds each lock file, by its resolved path, so a
+thread takes it again by any name of its directory. A lock file removed while held open (its links
+gone) is opened again; a forked child opens its own.
 
 The lock lives in the cassette's private directory (format.PRIVATE_DIR), which holds a `.gitignore`
 of "*", so git never offers it for commit; so does the temp file of a rewrite. `remove_leftovers`
