@@ -114,6 +114,28 @@ reuses them), the cassette lookup 60-70 us (two SQLite statements, each taking a
 read lock, about 7 system calls, then the call line parsed and checked), the reply 40-60 us. The c=32
 goal needs about 0.6 ms per hit on the lead's machine; the RATIO lines of a run on an idle machine
 decide.
+
+Then a miss's CPU was cut on the thread side (profiled with perf and py-spy on a serve process at
+c=32: about a fifth of its CPU was the kernel switching threads, as 32 threads handed the GIL round
+at every socket call of httpx's, and h11 cost about 0.2 ms a call): a plain-http upstream is sent
+its calls over kept-alive sockets of serve's own (wire_apis/plain_http.py: one sendall, one recv,
+the socket's own timeout; futex calls per miss 118 -> 63, polls 5 -> 0); a request sent unchanged
+goes as the client's bytes rather than encoded again; the cassette lock is a flock on a descriptor
+kept open rather than filelock's open-check-close per commit (about 0.25 ms of a lone writer's call).
+With uvloop installed, measured 2026-12-04 at load 1.5-2.8 (two other workers), serve's CPU per miss
+as this file prints it, this commit and the one before (054080e) run alternately, twice:
+    serve CPU per miss   c=1 3.73 / 5.16 -> 2.83 / 3.48 ms, c=32 4.08 / 4.24 -> 2.50 / 3.07 ms
+    misses               c=1 231 / 162 -> 285 / 242 calls/s, c=32 270 / 204 -> 380 / 310 calls/s
+    chat route misses    3.37 / 4.65 -> 2.13 / 2.83 ms CPU per call (249 / 172 -> 366 / 269 calls/s)
+and with this file's miss arm alone (1000 calls a round, 3 rounds a process, 3 processes each,
+alternating), CPU per miss at c=32 median 3.36 -> 2.58 ms (lowest 2.70 -> 2.22), at c=1 (500 calls a
+round) median 4.09 -> 2.71 ms (lowest 3.75 -> 2.08); the same again on the final commit at load
+2.2-2.8: c=32 median 4.01 -> 2.91 ms, c=1 4.62 -> 3.53 ms. What is left of a miss at c=32 (in-process,
+thread CPU): parsing and keying the request on the loop (h11, json, the key's hashing: about 1 ms
+in serve), the cassette append (about 1.2 ms: the entry built and its key checked 0.3, the index's
+rows for the held lines 0.2, dedup queries, line encoding), the upstream call (about 0.2 ms); and
+the garbage collector, about 0.24 ms a miss at its default thresholds (over 2000 misses at c=32:
+820 young, 74 middle and 6 full collections, timed with gc.callbacks after serve's freeze).
 """
 
 from __future__ import annotations

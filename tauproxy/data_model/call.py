@@ -97,11 +97,14 @@ class NativeRequest:
     connection settings and with the stream flag off: what a pass-through upstream is sent, with
     `headers`, the few request headers its API passes on (an API version the client named; never a
     key). The call's `wire` is its keyed, chat-shaped form (tauproxy/wire_apis/ says field by field).
+    `sent`: the client's own bytes, when `body` is all of what they hold (nothing was left out): a
+    pass-through sends them as they came rather than encoding `body` again.
     """
 
     api: str
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    sent: bytes | None = None
 
 
 @dataclass(frozen=True)

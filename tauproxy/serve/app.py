@@ -204,7 +204,7 @@ class ServeApp:
         check_content_type(request.headers.get("content-type"))
         raw = await self._read_body(request)
         try:
-            asked = api.request(parse_json_object(raw), request.headers)
+            asked = api.request(parse_json_object(raw), request.headers).sent_as(raw)
         except RequestRejected as rejected:
             raise HttpError(rejected.status, rejected.message) from None
         scope = parse_scope(request.headers.get(SCOPE_HEADER))

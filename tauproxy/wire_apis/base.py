@@ -29,7 +29,7 @@ module docstring says field by field what its keyed form holds and what it leave
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tauproxy.data_model.call import NativeRequest
@@ -67,6 +67,15 @@ class ApiRequest:
     @property
     def model(self) -> str:
         return str(self.keyed["model"])
+
+    def sent_as(self, raw: bytes) -> ApiRequest:
+        """This request, told that the client sent it as `raw` (the bytes `body` was parsed from): a
+        pass-through then sends those bytes as they came (NativeRequest.sent) when its body is the
+        client's whole, rather than encoding it again (about 0.1-0.2 ms for a τ²-sized body)."""
+        native = self.native
+        if native is None or native.body != self.body:  # a field left out (stream): encoded anew
+            return self
+        return replace(self, native=replace(native, sent=raw))
 
 
 @dataclass(frozen=True)

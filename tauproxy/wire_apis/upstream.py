@@ -3,7 +3,8 @@ its own, and the one live transport serve (and in-process interception) hands th
 
 `PassThroughTransport` posts a call's body to the provider's own endpoint of its wire API
 (base.UpstreamEndpoint says where, and where its key comes from: serve's environment or the upstream
-map, never a client header): a native call's body as its client sent it (less `stream`), a chat
+map, never a client header): a native call's body as its client sent it (less `stream`; its very
+bytes when nothing was left out and the model keeps its name, NativeRequest.sent), a chat
 call's keyed body (the client's, less connection settings and the stream flag). The answer is kept
 as text, byte for byte (Completion.raw_body), with its content type when that is not plain
 application/json, beside its chat-shaped view. Failures become the same
@@ -36,6 +37,7 @@ from tauproxy.wire_apis.base import RequestRejected, UpstreamEndpoint, WireApi
 from tauproxy.wire_apis.chat import JSON
 from tauproxy.wire_apis.chat_route import passes_through
 from tauproxy.wire_apis.json_body import compact_json, parse_json_body
+from tauproxy.wire_apis.plain_http import PlainHttp
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_ERROR_CHARS = 400
@@ -83,10 +85,14 @@ def _one_line(text: str) -> str:
 class PassThroughTransport:
     """Native calls (ModelCall.native) to their provider's own endpoint (module docstring)."""
 
-    def __init__(self, apis: Mapping[str, WireApi], client: httpx.Client | None = None) -> None:
+    def __init__(
+        self, apis: Mapping[str, WireApi], client: httpx.Client | None = None, plain_http: bool = True
+    ) -> None:
         self._apis = dict(apis)
         self._client = client
         self._direct = False  # False: the client sends every call; True: _post sends through a transport
+        self._plain_http = plain_http  # whether serve's own client sends plain-http calls itself (plain_http.py)
+        self._plain: PlainHttp | None = None
         self._lock = threading.Lock()
         # Transports that carry no call now, one call at a time each (_post); every one made, to close.
         self._idle: queue.SimpleQueue[httpx.HTTPTransport] = queue.SimpleQueue()
@@ -106,6 +112,8 @@ class PassThroughTransport:
                     self._idle.put(first)
                     self._client = httpx.Client(transport=first)
                     self._direct = True
+                    if self._plain_http:
+                        self._plain = PlainHttp(self._client)
             return self._client
 
     def _post(self, url: str, content: bytes, headers: dict[str, str], timeout: float) -> httpx.Response:
@@ -123,10 +131,17 @@ class PassThroughTransport:
         was: one transport's connection pool keeps its bookkeeping under one lock, on which 32
         concurrent calls queued (a tenth of serve's CPU per miss at concurrency 32); as many transports
         as calls ever ran at once, each with its keep-alive connection, have nothing to share.
+
+        A plain-http upstream (a local model server) is sent its calls over kept-alive sockets of
+        serve's own (plain_http.py: the same request head, answer and errors as the client's, at a
+        fraction of the CPU), unless `plain_http` was False; TLS stays with httpx.
         """
         client = self._http()
         if not self._direct:
             return client.post(url, content=content, headers=headers, timeout=timeout)
+        plain = self._plain
+        if plain is not None and url.startswith("http://"):
+            return plain.post(url, content, headers, timeout)
         request = client.build_request("POST", url, content=content, headers=headers, timeout=timeout)
         transport = self._free_transport()
         try:
@@ -162,6 +177,8 @@ class PassThroughTransport:
         body = dict(native.body) if native is not None else dict(call.wire)
         if call.upstream_model is not None:
             body["model"] = upstream_model(endpoint, call.upstream_model)
+        # The client's bytes as they came, when they say what is sent (no model routed to another name).
+        sent = native.sent if native is not None and body.get("model") == native.body.get("model") else None
         url = upstream_url(endpoint, connection.api_base)
         client_headers = native.headers if native is not None else {}
         passed_on = {name: value for name, value in client_headers.items() if name.lower() not in KEY_HEADERS}
@@ -170,7 +187,7 @@ class PassThroughTransport:
         timeout = connection.timeout if connection.timeout is not None else DEFAULT_TIMEOUT_S
         started = time.perf_counter()
         try:
-            response = self._post(url, compact_json(body), headers, timeout)
+            response = self._post(url, sent if sent is not None else compact_json(body), headers, timeout)
         except httpx.TimeoutException:
             message = f"{call.model}: no answer from {url} within {timeout:g} s"
             raise ModelCallError(message, code="upstream_timeout") from None
@@ -203,6 +220,9 @@ class PassThroughTransport:
                 self._client.close()
                 self._client = None
                 self._direct = False
+            if self._plain is not None:
+                self._plain.close()
+                self._plain = None
             for transport in self._made:
                 transport.close()
             self._made.clear()

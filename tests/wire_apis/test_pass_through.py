@@ -108,3 +108,32 @@ def test_a_native_requests_own_headers_go_upstream_but_never_replace_the_key(mon
     keyless = replace(call, native=versioned, connection=ConnectionSettings())
     over(handler).complete(keyless)
     assert "authorization" not in seen[1].headers  # a client's key is never passed on, even with none here
+
+
+@pytest.mark.parametrize(
+    ("raw", "upstream_model", "forwarded"),
+    [
+        (b'{ "input": "hi",\n  "model": "gpt-x" }', None, True),  # the client's bytes, spacing and order kept
+        (b'{"model": "gpt-x", "input": "hi"}', "openai/gpt-x", True),  # routed to the name it has
+        (b'{"model": "gpt-x", "input": "hi", "stream": false}', None, False),  # a field left out: encoded anew
+        (b'{"model": "gpt-x", "input": "hi"}', "openai/gpt-y", False),  # routed to another name
+    ],
+)
+def test_the_clients_bytes_are_sent_as_they_came_when_nothing_of_them_changes(
+    raw: bytes, upstream_model: str | None, forwarded: bool
+) -> None:
+    seen: list[bytes] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.content)
+        return httpx.Response(200, json=ANSWER)
+
+    request = RESPONSES.request(json.loads(raw)).sent_as(raw)
+    identity, index = identify_unscoped(request.keyed)
+    call = ModelCall(request.keyed, identity, "agent", index, upstream_model=upstream_model, native=request.native)
+    over(handler).complete(call)
+    if forwarded:
+        assert seen == [raw]
+    else:
+        expected = {"model": (upstream_model or "gpt-x").removeprefix("openai/"), "input": "hi"}
+        assert json.loads(seen[0]) == expected and seen[0] == json.dumps(expected, separators=(",", ":")).encode()

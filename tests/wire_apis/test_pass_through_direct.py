@@ -82,8 +82,9 @@ def outcome(transport: PassThroughTransport, call: ModelCall) -> tuple[object, .
     return ("answer", completion.raw_body, completion.content_type, completion.body)
 
 
+@pytest.mark.parametrize("plain_http", [True, False], ids=["own-http", "httpx-transport"])
 @pytest.mark.parametrize("route", ["ok", "limit", "bad", "slow", "closed"])
-def test_each_outcome_is_the_clients_own(upstream: str, route: str) -> None:
+def test_each_outcome_is_the_clients_own(upstream: str, route: str, plain_http: bool) -> None:
     if route == "closed":
         with socket.socket() as unused:
             unused.bind(("127.0.0.1", 0))
@@ -91,7 +92,7 @@ def test_each_outcome_is_the_clients_own(upstream: str, route: str) -> None:
     else:
         base = f"{upstream}/{route}/v1"
     call = call_to(base, timeout=0.3 if route == "slow" else 10.0)
-    direct = outcome(PassThroughTransport(BY_NAME), call)
+    direct = outcome(PassThroughTransport(BY_NAME, plain_http=plain_http), call)
     through_client = outcome(PassThroughTransport(BY_NAME, httpx.Client()), call)
     assert direct == through_client
     expected = {"ok": "answer", "limit": 429, "bad": "upstream_malformed", "slow": "upstream_timeout"}
@@ -113,8 +114,17 @@ def test_a_proxy_in_the_environment_is_used(upstream: str, monkeypatch: pytest.M
     assert Upstream.seen[0][0] == "http://upstream.invalid/ok/v1/responses"  # asked of the proxy
 
 
-def test_concurrent_calls_each_take_a_transport_of_their_own_and_close_frees_them(upstream: str) -> None:
+def test_a_plain_http_upstream_is_sent_its_calls_without_an_httpx_transport(upstream: str) -> None:
     transport = PassThroughTransport(BY_NAME)
+    transport._free_transport = None  # type: ignore[assignment,method-assign]  # taking one would fail
+    assert json.loads(transport.complete(call_to(f"{upstream}/ok/v1")).raw_body or "") == ANSWER
+    transport.close()
+
+
+def test_concurrent_calls_each_take_a_transport_of_their_own_and_close_frees_them(upstream: str) -> None:
+    # The transports carry what is not plain http (TLS); the stub is plain http, so it is sent through
+    # them only with serve's own plain-http client off (test_plain_http.py holds the same for that one).
+    transport = PassThroughTransport(BY_NAME, plain_http=False)
     used: list[httpx.HTTPTransport] = []
     taken = transport._free_transport
 
