@@ -95,7 +95,7 @@ def server() -> Iterator[str]:
             tcp.shutdown()
 
 
-HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-test"}
+HEADERS = {"content-type": "application/json", "Authorization": "Bearer sk-test"}
 
 
 def ours(client: PlainHttp, url: str, timeout: float = 10.0) -> tuple[object, ...]:
