@@ -239,21 +239,17 @@ def _read_answer(connection: _Connection) -> tuple[int, list[tuple[bytes, bytes]
 
 
 def _read_head(connection: _Connection) -> bytes:
-    started = bool(connection.buffer)
-    while True:
-        end = connection.buffer.find(b"\r\n\r\n")
-        if end >= 0:
-            head, connection.buffer = connection.buffer[:end], connection.buffer[end + 4 :]
-            return head
-        if len(connection.buffer) > MAX_HEAD_BYTES:
-            raise httpx.RemoteProtocolError("the answer's head is too long")
+    if not connection.buffer:
         chunk = _more(connection)
-        if not chunk:
-            if started:
-                raise httpx.RemoteProtocolError("peer closed connection without sending a complete answer head")
+        if not chunk:  # httpx's words for an upstream that closed before answering at all
             raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
-        started = True
-        connection.buffer += chunk
+        connection.buffer = chunk
+    return _read_through(
+        connection,
+        b"\r\n\r\n",
+        too_long="the answer's head is too long",
+        closed="peer closed connection without sending a complete answer head",
+    )
 
 
 def _read_exactly(connection: _Connection, length: int) -> bytes:
@@ -274,16 +270,27 @@ def _read_exactly(connection: _Connection, length: int) -> bytes:
 
 
 def _read_line(connection: _Connection) -> bytes:
+    return _read_through(
+        connection,
+        b"\r\n",
+        too_long="a chunk's size line is too long",
+        closed="peer closed connection without sending complete message body",
+    )
+
+
+def _read_through(connection: _Connection, delimiter: bytes, *, too_long: str, closed: str) -> bytes:
+    """The bytes before the next `delimiter` (which is consumed), reading more as needed; at most
+    MAX_HEAD_BYTES are buffered looking for it."""
     while True:
-        end = connection.buffer.find(b"\r\n")
+        end = connection.buffer.find(delimiter)
         if end >= 0:
-            line, connection.buffer = connection.buffer[:end], connection.buffer[end + 2 :]
-            return line
+            found, connection.buffer = connection.buffer[:end], connection.buffer[end + len(delimiter) :]
+            return found
         if len(connection.buffer) > MAX_HEAD_BYTES:
-            raise httpx.RemoteProtocolError("a chunk's size line is too long")
+            raise httpx.RemoteProtocolError(too_long)
         chunk = _more(connection)
         if not chunk:
-            raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+            raise httpx.RemoteProtocolError(closed)
         connection.buffer += chunk
 
 

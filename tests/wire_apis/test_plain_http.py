@@ -44,6 +44,10 @@ def answer_for(path: str) -> bytes:
         return b"HTTP/1.1 204 No Content\r\n\r\n"
     if path == "/garbage":
         return b"SMTP ready\r\n\r\n"
+    if path == "/half-head":  # the connection closes after these bytes
+        return b"HTTP/1.1 200 OK\r\nContent-Type: appl"
+    if path == "/half-chunk":  # a chunk's size line never ends before the close
+        return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1f"
     raise AssertionError(path)
 
 
@@ -76,7 +80,7 @@ class Scripted(socketserver.BaseRequestHandler):
             if path == "/hangup":
                 return  # closes without an answer
             sock.sendall(answer_for("/length" if path == "/idle-close" else path))
-            if path in ("/close", "/http10", "/idle-close"):
+            if path in ("/close", "/http10", "/idle-close", "/half-head", "/half-chunk"):
                 return
 
 
@@ -152,6 +156,10 @@ def test_failures_are_httpxs_errors(server: str) -> None:
         ours(plain, server + "/hangup")
     with pytest.raises(httpx.RemoteProtocolError, match="status line"):
         ours(plain, server + "/garbage")
+    with pytest.raises(httpx.RemoteProtocolError, match="without sending a complete answer head"):
+        ours(plain, server + "/half-head")
+    with pytest.raises(httpx.RemoteProtocolError, match="without sending complete message body"):
+        ours(plain, server + "/half-chunk")
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{unused.getsockname()[1]}/length"
