@@ -8,8 +8,8 @@ be created (a read-only checkout) readers proceed without it.
 (`_HeldFile`; a thread lock orders this process's threads before it), rather than through a
 `filelock.FileLock`, which opens, checks and closes the file at every hold: a writer locks once per
 commit, and that cost a lone writer about 0.25 ms of its 3 ms per call (the bench's misses at
-concurrency 1). It is the same lock on the same file, so it excludes a `FileLock` (`cassette_lock`,
-older versions) as it excludes itself. One object holds each lock file, by its resolved path, so a
+concurrency 1). It is the same lock on the same file, so it excludes a `filelock.FileLock` on that
+file (older versions) as it excludes itself. One object holds each lock file, by its resolved path, so a
 thread takes it again by any name of its directory. A lock file removed while held open (its links
 gone) is opened again; a forked child opens its own.
 
@@ -50,17 +50,6 @@ def private_dir(directory: Path) -> Path:
     if not ignore.exists():
         ignore.write_text(_IGNORE_ALL)
     return private
-
-
-def cassette_lock(directory: Path) -> FileLock:
-    """The process-wide lock object of a cassette: one per path, re-entrant within a thread."""
-    # Holds last well under a millisecond (one append and fsync), so waiters poll often.
-    return FileLock(
-        str(directory.resolve() / PRIVATE_DIR / LOCK_FILE),
-        timeout=LOCK_TIMEOUT_S,
-        poll_interval=LOCK_POLL_S,
-        is_singleton=True,
-    )
 
 
 class _HeldFile:

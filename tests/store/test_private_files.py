@@ -13,7 +13,7 @@ from test_git_merge import git, record_calls
 
 from tauproxy.store.cassette import Cassette
 from tauproxy.store.format import CALLS_FILE, LOCK_FILE, PRIVATE_DIR
-from tauproxy.store.locking import cassette_lock, locked, remove_leftovers, rewrite_leftovers
+from tauproxy.store.locking import locked, remove_leftovers, rewrite_leftovers
 from tauproxy.store.maintenance import compact
 
 
@@ -78,5 +78,6 @@ def test_a_rewrite_in_progress_keeps_its_temp_file(tmp_path: Path) -> None:
 def test_the_lock_is_in_the_private_directory(tmp_path: Path) -> None:
     cassette_dir = tmp_path / "c"
     Cassette.open(cassette_dir)
-    assert Path(cassette_lock(cassette_dir).lock_file).parent == (cassette_dir / PRIVATE_DIR).resolve()
+    with locked(cassette_dir):
+        assert (cassette_dir / PRIVATE_DIR / LOCK_FILE).is_file()
     assert (cassette_dir / PRIVATE_DIR / ".gitignore").read_text().splitlines()[-1] == "*"
