@@ -8,7 +8,11 @@ when one exists for exactly these inputs, else builds it and stores it.
 - **The key** is sha256 of canonical JSON over the artefact's name, the inputs the caller names
   (package versions, content hashes of the input files, seeds) and what every entry derives from:
   tauproxy's version, the Python version, the pickle protocol and `FORMAT_VERSION`. A changed input
-  file is a new key, so a stale entry is never found (it ages out of the size limit).
+  file is a new key, so a stale entry is never found (it ages out of the size limit). A file of 1 MB
+  or more keeps its content hash here too, with its stat identity (device, inode, size, modification
+  and change times, as git's index does); a later process whose file still has that identity uses it
+  instead of reading and hashing the file again. A file changed less than 2 s before it was hashed
+  keeps nothing (it may change again within the clock's granularity).
 - **The value** is a pickle (validated objects load without validating again, about 3x faster than
   τ²'s `DB.load`), stored behind a checksum of the key and the pickle. An entry that does not match,
   does not unpickle or is not of the expected type is dropped and rebuilt, never believed.
@@ -87,10 +91,18 @@ def files_digest(paths: Iterable[Path]) -> str:
     return digest.hexdigest()
 
 
+# A file's stat identity: device, inode, size, modification and change times. Rewriting a file's
+# bytes moves its change time, which, unlike the modification time, no program can set back.
+_Identity = tuple[int, int, int, int, int]
 # path -> (its stat identity, the sha256 of its bytes): a file read for two keys in one process (τ²'s
 # airline db.json, 7 MB, is an input of the catalog and of the database) is hashed once.
-_file_digests: dict[Path, tuple[tuple[int, int, int, int], bytes]] = {}
+_file_digests: dict[Path, tuple[_Identity, bytes]] = {}
 _SETTLED_NS = 2_000_000_000
+# Files at least this big keep their digest in the cache too, under `DIGEST_KEY_PREFIX` + path, with
+# their stat identity: a later process that finds the file unchanged skips reading and hashing it
+# (airline's db.json: about 10 ms at every start, against one lookup). Smaller files are hashed.
+KEPT_DIGEST_BYTES = 1 << 20
+DIGEST_KEY_PREFIX = "file-digest:"
 
 
 def _file_digest(path: Path) -> bytes | None:
@@ -100,20 +112,48 @@ def _file_digest(path: Path) -> bytes | None:
         return None
     if not path.is_file():
         return None
-    identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     known = _file_digests.get(path)
     if known is not None and known[0] == identity:
         return known[1]
+    kept = stat.st_size >= KEPT_DIGEST_BYTES
+    store = _store() if kept else None
+    found = _kept_digest(store, path, identity) if store is not None else None
+    if found is not None:
+        _file_digests[path] = (identity, found)
+        return found
     try:
         content = path.read_bytes()
     except OSError:
         return None
     found = hashlib.sha256(content).digest()
     # As git does with racy index entries: a file changed in the last moments may change again within
-    # the clock's granularity keeping its size and mtime, so only an older file's digest is kept.
-    if time.time_ns() - stat.st_mtime_ns > _SETTLED_NS:
+    # the clock's granularity keeping its size and times, so only an older file's digest is kept.
+    if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) > _SETTLED_NS:
         _file_digests[path] = (identity, found)
+        if store is not None:
+            _keep_digest(store, path, identity, found)
     return found
+
+
+def _kept_digest(store: Any, path: Path, identity: _Identity) -> bytes | None:
+    """The digest kept for `path` if it was taken of the file as it is now (same stat identity)."""
+    try:
+        entry = store.get(DIGEST_KEY_PREFIX + str(path), default=None)
+    except Exception as exc:
+        _warn_once(Path(store.directory), exc)
+        return None
+    if not (isinstance(entry, tuple) and len(entry) == 2 and tuple(entry[0]) == identity):
+        return None
+    digest = entry[1]
+    return digest if isinstance(digest, bytes) and len(digest) == hashlib.sha256().digest_size else None
+
+
+def _keep_digest(store: Any, path: Path, identity: _Identity, digest: bytes) -> None:
+    try:
+        store.set(DIGEST_KEY_PREFIX + str(path), (identity, digest))
+    except Exception as exc:
+        _warn_once(Path(store.directory), exc)
 
 
 def _key_text(artefact: str, inputs: Mapping[str, str | int]) -> str:

@@ -5,6 +5,7 @@ of another type, or its inputs changed; concurrent processes fill one directory 
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 import subprocess
 import sys
@@ -84,6 +85,83 @@ def test_a_changed_input_file_is_rebuilt(directory: Path, tmp_path: Path) -> Non
     source.write_text('{"a": 2}')  # same size: the content hash, not the size, tells them apart
     assert load() == '{"a": 2}'
     assert files_digest([tmp_path / "absent"]) != files_digest([source])
+
+
+def _big_file(path: Path, fill: bytes) -> Path:
+    """A file just big enough to keep its digest in the cache."""
+    path.write_bytes(fill * derived_cache.KEPT_DIGEST_BYTES)
+    return path
+
+
+def _forget_digests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a new process: no digest known in memory."""
+    monkeypatch.setattr(derived_cache, "_file_digests", {})
+
+
+@pytest.fixture
+def settled_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock moved past the racy window: every existing file counts as settled."""
+    real = derived_cache.time.time_ns
+    monkeypatch.setattr(derived_cache.time, "time_ns", lambda: real() + 10 * derived_cache._SETTLED_NS)
+
+
+def test_a_big_files_digest_is_read_back_by_a_later_process(
+    directory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settled_now: None
+) -> None:
+    source = _big_file(tmp_path / "db.json", b"a")
+    first = files_digest([source])
+    assert cache_info().entries == 1  # the digest, kept
+    _forget_digests(monkeypatch)
+    read: list[Path] = []
+    real_read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self) or real_read(self))
+    assert files_digest([source]) == first
+    assert read == []  # not read again: its digest came from the cache
+
+
+def test_a_rewritten_big_file_is_hashed_again(
+    directory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settled_now: None
+) -> None:
+    source = _big_file(tmp_path / "db.json", b"a")
+    first = files_digest([source])
+    stat = source.stat()
+    _big_file(source, b"b")  # same size, and its modification time set back as it was
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    _forget_digests(monkeypatch)
+    rehashed = files_digest([source])
+    assert rehashed != first  # its change time moved: the kept digest is not believed
+    monkeypatch.setenv(CACHE_DIR_ENV, "off")
+    _forget_digests(monkeypatch)
+    assert files_digest([source]) == rehashed  # what hashing the bytes gives
+
+
+def test_a_file_changed_moments_ago_keeps_no_digest(directory: Path, tmp_path: Path) -> None:
+    files_digest([_big_file(tmp_path / "db.json", b"a")])
+    assert cache_info().entries == 0
+
+
+def test_a_small_file_keeps_no_digest(directory: Path, tmp_path: Path, settled_now: None) -> None:
+    source = tmp_path / "small.json"
+    source.write_bytes(b"a" * (derived_cache.KEPT_DIGEST_BYTES - 1))
+    files_digest([source])
+    assert cache_info().entries == 0
+
+
+def test_a_kept_digest_of_another_shape_is_not_believed(
+    directory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settled_now: None
+) -> None:
+    source = _big_file(tmp_path / "db.json", b"a")
+    first = files_digest([source])
+    store = diskcache.Cache(str(directory))
+    try:
+        (key,) = list(store)
+        identity, _ = store.get(key)
+        for damaged in [(identity, b"short"), (identity,), "text", (identity, "a" * 32)]:
+            store.set(key, damaged)
+            _forget_digests(monkeypatch)
+            assert files_digest([source]) == first
+    finally:
+        store.close()
 
 
 def _tamper(directory: Path, change: bytes) -> None:
