@@ -14,7 +14,16 @@ from pathlib import Path
 
 from tauproxy.errors import CassetteError
 from tauproxy.store.entry import CassetteEntry
-from tauproxy.store.format import REF_LEN, BlobLine, CallLine, MsgLine, parse_line, ref_matches, text_as_written
+from tauproxy.store.format import (
+    REF_LEN,
+    BlobLine,
+    CallLine,
+    MsgLine,
+    parse_keyed_call,
+    parse_line,
+    ref_matches,
+    text_as_written,
+)
 from tauproxy.store.index_db import (
     AMBIGUOUS,
     BLOB,
@@ -128,13 +137,25 @@ class IndexQuery:
     def read_line(self, off: int, length: int) -> bytes:
         return os.pread(self.fd, length, off)
 
-    def entry_at(self, off: int, length: int, sample_key: str, kf: bytes | None, lh: int | None) -> CassetteEntry:
-        """The call line at `off`, checked to be the one indexed for `sample_key`.
+    def entry_at(
+        self, off: int, length: int, sample_key: str, kf: bytes | None, lh: int | None, raw: bytes | None = None
+    ) -> CassetteEntry:
+        """The call line at `off` (`raw`: its bytes, when read already), checked to be the one
+        indexed for `sample_key`.
 
         A v1-v3 line carries its key, and the sample key derived from it must be `sample_key`; a v4
-        line must be byte for byte the line its key `kf` was derived from (`lh`), and then too.
+        line must be byte for byte the line its key `kf` was derived from (`lh`), and then too. A v4
+        line as writers write it is parsed and validated in one step, with its key
+        (format.parse_keyed_call); any other takes parse_line's path.
         """
-        raw = self.read_line(off, length)
+        if raw is None:
+            raw = self.read_line(off, length)
+        if kf is not None and lh == line_check(raw):
+            keyed = parse_keyed_call(raw, kf.hex())
+            if keyed is not None:
+                if keyed.sample_key != sample_key:
+                    raise StaleIndex(f"no call line for {sample_key} at byte {off}")
+                return keyed
         try:
             line = parse_line(raw)
         except ValueError:

@@ -23,6 +23,7 @@ from tauproxy.errors import CassetteError
 from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.index_db import BLOB, MSG
 from tauproxy.store.indexed_file import IndexedFile
+from tauproxy.store.read_ahead import ReadAhead, entry_ahead, lookup_ahead
 from tauproxy.store.wire_form import answer_body
 
 Node = tuple[str, str | None, str]  # (hash, parent, message hash)
@@ -42,6 +43,7 @@ class CassetteReader:
         self._entry_cache: OrderedDict[str, CassetteEntry | None] = OrderedDict()
         self._text_cache: OrderedDict[tuple[int, str], str] = OrderedDict()
         self._text_bytes = 0
+        self._ahead = ReadAhead()
 
     def _fresh_caches(self) -> None:
         """Drop what was cached if the index moved since (the caller holds the file's lock)."""
@@ -49,16 +51,25 @@ class CassetteReader:
             self._entry_cache.clear()
             self._text_cache.clear()
             self._text_bytes = 0
+            self._ahead.clear()
             self._generation = self._file.generation
 
     def lookup(self, sample_key: str) -> CassetteEntry | None:
+        """The winning entry of `sample_key`, or None. A line read ahead by an earlier lookup
+        (read_ahead.py) costs no index query and no read; any other lookup reads ahead for the next."""
         with self._file.lock:
             self._fresh_caches()
             if sample_key in self._entry_cache:
                 self._entry_cache.move_to_end(sample_key)
                 return self._entry_cache[sample_key]
-            entry = self._file.read(lambda idx: idx.query.lookup(sample_key))
-            self._fresh_caches()  # a read that rebuilt the index moved it
+            ahead = self._ahead.take(sample_key)
+            if ahead is not None:
+                entry = self._file.read(lambda idx: entry_ahead(idx.query, sample_key, ahead))
+                self._fresh_caches()  # a read that rebuilt the index moved it
+            else:
+                entry, following = self._file.read(lambda idx: lookup_ahead(idx.query, sample_key))
+                self._fresh_caches()
+                self._ahead.keep(following)
             self._entry_cache[sample_key] = entry
             if len(self._entry_cache) > ENTRY_CACHE:
                 self._entry_cache.popitem(last=False)
