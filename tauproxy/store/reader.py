@@ -4,8 +4,9 @@ A lookup reads just the lines it needs (through the index), so replay time and m
 calls a run uses, not on the cassette's size. What was read is kept in small bounded caches, dropped
 whenever the index moves. Messages and blobs are read as their canonical JSON text, so `message`,
 `blob`, `request_of` and `response_of` return fresh objects parsed from it: a caller may mutate them
-without touching the store. Entries returned by `lookup`, `entries` and friends may be shared with
-the cache: read them, do not mutate them.
+without touching the store (a reply is kept as its answer message's JSON text, in wire order, so
+`response_of` orders a reply answered again and again once). Entries returned by `lookup`, `entries`
+and friends may be shared with the cache: read them, do not mutate them.
 
 Chains are checked when indexed and walked only when a request is rebuilt (`request_of`,
 `message_hashes`), never by `lookup`.
@@ -24,7 +25,7 @@ from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.index_db import BLOB, MSG
 from tauproxy.store.indexed_file import IndexedFile
 from tauproxy.store.read_ahead import ReadAhead, entry_ahead, lookup_ahead
-from tauproxy.store.wire_form import answer_body
+from tauproxy.store.wire_form import answer_message_text, body_around
 
 Node = tuple[str, str | None, str]  # (hash, parent, message hash)
 
@@ -44,6 +45,9 @@ class CassetteReader:
         self._text_cache: OrderedDict[tuple[int, str], str] = OrderedDict()
         self._text_bytes = 0
         self._ahead = ReadAhead()
+        # Replies as answer messages' JSON text (wire_form.answer_message_text), by reference: a
+        # replay answers the same few replies again and again.
+        self._answers: dict[tuple[int, str], str] = {}
 
     def _fresh_caches(self) -> None:
         """Drop what was cached if the index moved since (the caller holds the file's lock)."""
@@ -52,6 +56,7 @@ class CassetteReader:
             self._text_cache.clear()
             self._text_bytes = 0
             self._ahead.clear()
+            self._answers.clear()
             self._generation = self._file.generation
 
     def lookup(self, sample_key: str) -> CassetteEntry | None:
@@ -197,9 +202,16 @@ class CassetteReader:
         """
         response = entry.response
         reply = (BLOB, response.raw) if response.raw is not None else (MSG, response.message)
-        texts = self._texts([reply] if response.body is None else [reply, (BLOB, response.body)])
-        message: dict[str, Any] = json.loads(texts[0])
-        return answer_body(message, response, entry.usage, entry.sample_key, entry.request.model)
+        with self._file.lock:
+            self._fresh_caches()
+            text = self._answers.get(reply)
+            if text is None or response.body is not None:  # a body is read with it, for raw_body_of
+                texts = self._texts([reply] if response.body is None else [reply, (BLOB, response.body)])
+                text = self._answers[reply] = answer_message_text(texts[0])
+                if len(self._answers) > ENTRY_CACHE:
+                    self._answers.pop(next(iter(self._answers)))
+        message: dict[str, Any] = json.loads(text)
+        return body_around(message, response, entry.usage, entry.sample_key, entry.request.model)
 
     def raw_body_of(self, entry: CassetteEntry) -> str | None:
         """The answer body exactly as the upstream sent it, for wire APIs that keep it (entry.py)."""

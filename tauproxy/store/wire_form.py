@@ -8,6 +8,7 @@ of their inputs: no file, no index.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -99,9 +100,28 @@ def check_identity(key: str, identity: SampleIdentity) -> None:
 def answer_body(
     message: dict[str, Any], response: StoredResponse, usage: Usage, sample_key: str, request_model: str | None
 ) -> dict[str, Any]:
+    """The chat-completions body of a stored reply `message` (canonical form, keys sorted)."""
+    return body_around(answer_message(message), response, usage, sample_key, request_model)
+
+
+def answer_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A stored reply as an answer's message: every field the wire has, in the wire's order."""
     message.setdefault("content", None)  # canonical form drops nulls; a response body has the key
+    return in_wire_order(message)  # stored with keys sorted; answered in the order the upstream used
+
+
+def answer_message_text(reply_text: str) -> str:
+    """answer_message of a stored reply's text, as JSON text: json.loads of it is that message, key
+    order included, so a reply answered again and again is put in wire order once."""
+    return json.dumps(answer_message(json.loads(reply_text)))
+
+
+def body_around(
+    message: dict[str, Any], response: StoredResponse, usage: Usage, sample_key: str, request_model: str | None
+) -> dict[str, Any]:
+    """The chat-completions body of an answer's `message` (answer_message's) and its call's metadata."""
     return completion_body(
-        in_wire_order(message),  # stored with keys sorted; answered in the order the upstream used
+        message,
         finish_reason=response.finish_reason,
         usage=usage,
         response_id=response.response_id or f"chatcmpl-{sample_key[:24]}",
