@@ -300,12 +300,13 @@ def parse_line(raw: bytes) -> Line:
     raise ValueError(f"unknown line kind {kind!r}")
 
 
-def parse_keyed_call(raw: bytes, key: str) -> CassetteEntry | None:
-    """A v4 call line whose request key `key` is known already (the index derived it from these very
-    bytes), validated once with its key and sample key: what parse_line and CallLine.keyed make of
-    it, without a second model. None for any line this does not read exactly as they would (another
-    version, a field of an unexpected type, a string pydantic_core does not decode as json does):
-    parse_line then reads it, and says what is wrong with it.
+def parse_keyed_call(raw: bytes, key: str, sample_key: str) -> CassetteEntry | None:
+    """A v4 call line whose request key and sample key the index derived from these very bytes (its
+    line check says they are those bytes), validated once with both: what parse_line and
+    CallLine.keyed make of it, without hashing its request and sample key again or a second model.
+    None for any line this does not read as they would (another version, a line that is not an
+    object, a string pydantic_core does not decode as json does): parse_line then reads it, and says
+    what is wrong with it.
 
     The replay's read path: pydantic_core's parser builds the same plain values as json.loads, faster.
     """
@@ -316,11 +317,10 @@ def parse_keyed_call(raw: bytes, key: str) -> CassetteEntry | None:
     if not isinstance(obj, dict) or obj.get("t") != "call" or obj.get("v") != 4 or "key" in obj or "sample_key" in obj:
         return None
     fields = CassetteEntry.fields_of_v4({k: v for k, v in obj.items() if k != "t"})
-    fields["key"] = key
+    fields["key"], fields["sample_key"] = key, sample_key
     try:
-        fields["sample_key"] = _derived_sample_key(fields)
         entry = CassetteEntry.model_validate(fields)
-    except (ValueError, ValidationError):
+    except ValidationError:
         return None
     return entry if entry.request.messages is None else None
 

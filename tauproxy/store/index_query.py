@@ -144,17 +144,15 @@ class IndexQuery:
         indexed for `sample_key`.
 
         A v1-v3 line carries its key, and the sample key derived from it must be `sample_key`; a v4
-        line must be byte for byte the line its key `kf` was derived from (`lh`), and then too. A v4
-        line as writers write it is parsed and validated in one step, with its key
-        (format.parse_keyed_call); any other takes parse_line's path.
+        line must be byte for byte the line its key `kf` and its sample key were derived from (`lh`),
+        and is then parsed and validated in one step with both (format.parse_keyed_call), unless
+        it takes parse_line's path (a line that one does not read).
         """
         if raw is None:
             raw = self.read_line(off, length)
         if kf is not None and lh == line_check(raw):
-            keyed = parse_keyed_call(raw, kf.hex())
+            keyed = parse_keyed_call(raw, kf.hex(), sample_key)  # the index's, derived from these bytes
             if keyed is not None:
-                if keyed.sample_key != sample_key:
-                    raise StaleIndex(f"no call line for {sample_key} at byte {off}")
                 return keyed
         try:
             line = parse_line(raw)

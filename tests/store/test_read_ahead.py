@@ -120,28 +120,34 @@ def test_read_ahead_keeps_a_bounded_number_of_lines_each_taken_once() -> None:
     assert ahead.take("k2") == lines[2][1] and ahead.take("k2") is None
 
 
-def test_a_v4_line_is_read_with_its_key_as_parse_line_reads_it(tmp_path: Path) -> None:
+def call_line(directory: Path) -> bytes:
+    (raw,) = [line for line in (directory / CALLS_FILE).read_bytes().splitlines() if b'"t":"call"' in line]
+    return raw
+
+
+@pytest.mark.parametrize("change", [{}, {"trial": "0"}, {"usage": {"prompt_tokens": 3}}, {"seed": None}])
+def test_a_v4_line_is_read_with_its_keys_as_parse_line_reads_it(tmp_path: Path, change: dict[str, object]) -> None:
     recorded(tmp_path / "c", 1)
-    (raw,) = [line for line in (tmp_path / "c" / CALLS_FILE).read_bytes().splitlines() if b'"t":"call"' in line]
+    raw = json.dumps({**json.loads(call_line(tmp_path / "c")), **change}).encode()
     line = parse_line(raw)
     assert isinstance(line, CallLine)
-    key = "ab" * 32
-    assert parse_keyed_call(raw, key) == line.keyed(key)
+    expected = line.keyed("ab" * 32)
+    assert parse_keyed_call(raw, "ab" * 32, expected.sample_key) == expected
 
 
 @pytest.mark.parametrize(
     "change",
     [
         {"v": 3},  # another version: parse_line's path
-        {"trial": "0"},  # a field pydantic would coerce: parse_line's path decides
         {"request": {"chain": "00" * 8, "messages": ["00" * 8]}},  # both request forms: refused there
+        {"trial": "first"},  # not a trial: parse_line says what is wrong
     ],
 )
-def test_a_call_line_read_with_its_key_leaves_any_other_line_to_parse_line(
+def test_a_call_line_read_with_its_keys_leaves_any_other_line_to_parse_line(
     tmp_path: Path, change: dict[str, object]
 ) -> None:
     recorded(tmp_path / "c", 1)
-    (raw,) = [line for line in (tmp_path / "c" / CALLS_FILE).read_bytes().splitlines() if b'"t":"call"' in line]
-    fields = {**json.loads(raw), **change}
-    assert parse_keyed_call(json.dumps(fields).encode(), "ab" * 32) is None
-    assert parse_keyed_call(b'{"t":"call","v":4,"task_id":"\\ud800"', "ab" * 32) is None  # not JSON
+    fields = {**json.loads(call_line(tmp_path / "c")), **change}
+    assert parse_keyed_call(json.dumps(fields).encode(), "ab" * 32, "cd" * 32) is None
+    assert parse_keyed_call(b'{"t":"call","v":4,"task_id":"x"', "ab" * 32, "cd" * 32) is None  # not JSON
+    assert parse_keyed_call(b"[4]", "ab" * 32, "cd" * 32) is None
