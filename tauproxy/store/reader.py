@@ -22,6 +22,7 @@ from typing import Any
 
 from tauproxy.errors import CassetteError
 from tauproxy.store.entry import CassetteEntry
+from tauproxy.store.format import json_value
 from tauproxy.store.index_db import BLOB, MSG
 from tauproxy.store.indexed_file import IndexedFile
 from tauproxy.store.read_ahead import ReadAhead, entry_ahead, lookup_ahead
@@ -210,7 +211,7 @@ class CassetteReader:
                 text = self._answers[reply] = answer_message_text(texts[0])
                 if len(self._answers) > ENTRY_CACHE:
                     self._answers.pop(next(iter(self._answers)))
-        message: dict[str, Any] = json.loads(text)
+        message: dict[str, Any] = json_value(text)
         return body_around(message, response, entry.usage, entry.sample_key, entry.request.model)
 
     def raw_body_of(self, entry: CassetteEntry) -> str | None:

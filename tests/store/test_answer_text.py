@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from recordings import recording
 
 from tauproxy.store.cassette import Cassette
+from tauproxy.store.format import json_value
 from tauproxy.store.wire_form import answer_message, answer_message_text
 
 TOOL_CALL = {"function": {"arguments": '{"a":1}', "name": "f"}, "id": "call_1", "type": "function"}
@@ -43,3 +45,11 @@ def test_a_reply_answered_twice_is_a_fresh_body_in_wire_order(tmp_path: Path) ->
     entry = cassette.lookup(keys[1])
     assert entry is not None
     assert cassette.response_of(entry) == bodies[1] and bodies[1]["choices"][0]["message"]["tool_calls"] == [TOOL_CALL]
+
+
+@pytest.mark.parametrize(
+    "text", ['{"a":1,"a":[2.5e-05,1e400,-0.0,123456789012345678901234567890]}', '"\\ud800 alone"', '"\\ud83d\\ude00"']
+)
+def test_json_value_is_what_json_loads_gives(text: str) -> None:
+    value = json_value(text)
+    assert repr(value) == repr(json.loads(text))
