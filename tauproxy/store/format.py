@@ -325,7 +325,8 @@ def parse_keyed_call(raw: bytes, key: str, sample_key: str) -> CassetteEntry | N
         return None
     if not isinstance(obj, dict) or obj.get("t") != "call" or obj.get("v") != 4 or "key" in obj or "sample_key" in obj:
         return None
-    fields = CassetteEntry.fields_of_v4({k: v for k, v in obj.items() if k != "t"})
+    del obj["t"]  # a fresh dict: no copy without the line kind
+    fields = CassetteEntry.fields_of_v4(obj)
     fields["key"], fields["sample_key"] = key, sample_key
     try:
         entry = CassetteEntry.model_validate(fields)
