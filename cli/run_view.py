@@ -20,7 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Column
 
 from tauproxy.data_model.result import SimulationRun, TerminationReason
-from tauproxy.reports.costs import CostAdder
+from tauproxy.reports.costs import LiveTallyAdder
 from tauproxy.reports.metrics import EXCLUDED_TERMINATIONS, is_success
 from tauproxy.reports.summary import summary_of
 from tauproxy.reports.tally import RunTally
@@ -154,7 +154,7 @@ def run_with_progress(config: RunConfig, json_output: bool, fail_on_budget: bool
         planned_tasks=len(prepared.tasks),
         planned_trials=len(prepared.specs),
         new_trials=outcome.new_trials,
-        new_live=trials.new_costs.summary().live,
+        new_live=trials.new_live.tally(),
         errors=trials.errors.errors,
     )
     if json_output:
@@ -172,7 +172,7 @@ class RunTrials:
     def __init__(self, task_order: list[str]) -> None:
         self.tally = RunTally(task_order)
         self.errors = FirstErrors()
-        self.new_costs = CostAdder()  # this invocation's trials, in the order they finished
+        self.new_live = LiveTallyAdder()  # this invocation's trials, in the order they finished
         self.excluded = 0
         self.first_excluded_error: str | None = None
 
@@ -228,7 +228,7 @@ def _execute(prepared: PreparedRun, json_output: bool, trials: RunTrials) -> Str
             progress.update(bar, completed=state.done, total=state.total, line=line)
 
         def advance(run: SimulationRun, done: int, total: int) -> None:
-            trials.new_costs.add(run)
+            trials.new_live.add(run)
             state.finish(run)
             state.done, state.total = done, total  # the runner's count is the truth
             now = time.monotonic()

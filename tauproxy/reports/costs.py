@@ -85,14 +85,17 @@ class _Adder:
         self.latency_s = 0.0
 
     def add(self, call: CallRecord) -> None:
+        self.add_numbers(call.usage.prompt_tokens, call.usage.completion_tokens, call.latency_s, call.cost_usd)
+
+    def add_numbers(self, prompt_tokens: int, completion_tokens: int, latency_s: float, usd: float | None) -> None:
         self.calls += 1
-        self.prompt_tokens += call.usage.prompt_tokens
-        self.completion_tokens += call.usage.completion_tokens
-        self.latency_s += call.latency_s
-        if call.cost_usd is None:
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        self.latency_s += latency_s
+        if usd is None:
             self.unknown += 1
         else:
-            self.usd += call.cost_usd
+            self.usd += usd
 
     def tally(self) -> Tally:
         return Tally(
@@ -113,10 +116,7 @@ class _Sides:
         self.replayed = _Adder()
         self.shared = _Adder()
         # By CallRecord.source; built once: a run adds every call to four groups.
-        self._by_source = {"live": self.live, "replay": self.replayed, "shared": self.shared}
-
-    def add(self, call: CallRecord) -> None:
-        self._by_source[call.source].add(call)
+        self.by_source = {"live": self.live, "replay": self.replayed, "shared": self.shared}
 
     def split(self) -> CostSplit:
         live, replayed = self.live.tally(), self.replayed.tally()
@@ -150,10 +150,13 @@ class CostAdder:
             return
         task = self._by_task[run.task_id]  # only a task with calls gets a row
         for call in run.calls:
-            self._total.add(call)
-            self._by_role[call.role].add(call)
-            self._by_model[call.model].add(call)
-            task.add(call)
+            # A call's numbers read once for its four groups: a run adds every trial as it finishes.
+            usage, source = call.usage, call.source
+            numbers = (usage.prompt_tokens, usage.completion_tokens, call.latency_s, call.cost_usd)
+            self._total.by_source[source].add_numbers(*numbers)
+            self._by_role[call.role].by_source[source].add_numbers(*numbers)
+            self._by_model[call.model].by_source[source].add_numbers(*numbers)
+            task.by_source[source].add_numbers(*numbers)
 
     def summary(self) -> CostSummary:
         total = self._total
@@ -175,6 +178,22 @@ class CostAdder:
             unattributed=_unattributed(self._callless),
             shared=shared,
         )
+
+
+class LiveTallyAdder:
+    """`CostAdder(...).summary().live` alone, one trial at a time (the same additions in the same
+    order): what a run tells of its own spend, without adding every call to every group."""
+
+    def __init__(self) -> None:
+        self._live = _Adder()
+
+    def add(self, run: SimulationRun) -> None:
+        for call in run.calls:
+            if call.source == "live":
+                self._live.add(call)
+
+    def tally(self) -> Tally:
+        return self._live.tally()
 
 
 def _splits(table: dict[str, _Sides]) -> dict[str, CostSplit]:

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from tauproxy.data_model.call import CallRole, Usage
-from tauproxy.data_model.message import Message, ToolCall
+from tauproxy.data_model.message import Message
 from tauproxy.data_model.result import ModelInfo, RewardInfo, RunInfo, SimulationRun, TerminationReason
 from tauproxy.data_model.task import Task
 from tauproxy.errors import ConfigError
@@ -104,12 +105,26 @@ def tau2_to_results(data: dict[str, Any], source: str) -> SourcedResults:
     )
 
 
-def tau2_simulation(raw: dict[str, Any]) -> SimulationRun:
+def tau2_simulation(raw: dict[str, Any], ours: Mapping[str, Any] | None = None) -> SimulationRun:
     """One τ² simulation (its JSON form, as `tau2 run` writes it in a file with no model names) read
     as `tau2_to_results` reads it there, without building the rest of the file: what a τ² trial run
-    by tauproxy becomes (tau2bench/trial.py)."""
-    runs, _ = _simulations([raw], _Prices({}), [], observe=False)
-    return runs[0]
+    by tauproxy becomes (tau2bench/trial.py). `ours`: fields the caller knows better than τ² (its
+    id, seed, calls, costs, duration), which replace what was read.
+
+    It is validated once, as a whole: a trial's messages one model at a time, and its reward through
+    the lenient reader, cost a τ² replay more than the rest of keeping the trial. A simulation that
+    does not validate so (a reward with fields we do not model) is read piece by piece instead, as
+    the file reader reads it, to the same record."""
+    prices = _Prices({})
+    fields = _simulation_fields(raw, prices, {})
+    reward = raw.get("reward_info")
+    try:
+        return SimulationRun.model_validate(
+            {**fields, "reward_info": reward if isinstance(reward, dict) else None, **(ours or {})}
+        )
+    except ValidationError:
+        runs, _ = _simulations([raw], prices, [], observe=False)
+        return runs[0].model_copy(update=dict(ours or {}))
 
 
 def _made_by(git_commit: Any) -> str:
@@ -219,43 +234,47 @@ def _simulations(
     for raw in raw_sims if isinstance(raw_sims, list) else []:
         if not isinstance(raw, dict):
             continue
-        task_id = str(raw.get("task_id"))
-        trial = raw.get("trial")
-        if not isinstance(trial, int):
-            trial = next_trial.get(task_id, 0)
-        next_trial[task_id] = max(next_trial.get(task_id, 0), trial + 1)
-        reason, error = _termination(raw.get("termination_reason"))
-        if raw.get("skipped"):
-            skipped += 1
-            error = SKIPPED if error is None else f"{SKIPPED}; {error}"
-        run_id = str(raw.get("id") or f"{task_id}:{trial}")
-        raw_messages = [m for m in raw.get("messages") or [] if isinstance(m, dict)]
-        runs.append(
-            SimulationRun(
-                id=run_id,
-                task_id=task_id,
-                trial=trial,
-                seed=int(raw.get("seed") or 0),
-                termination_reason=reason,
-                messages=[m for item in raw_messages for m in _messages(item)],
-                reward_info=_reward_info(raw.get("reward_info"), notes),
-                error=error,
-                agent_cost=prices.cost("agent", raw.get("agent_cost")),
-                user_cost=prices.cost("user", raw.get("user_cost")),
-                duration=float(raw.get("duration") or 0.0),
-            )
-        )
+        fields = _simulation_fields(raw, prices, next_trial)
+        skipped += bool(raw.get("skipped"))
+        fields["messages"] = [Message(**message) for message in fields["messages"]]
+        runs.append(SimulationRun(**fields, reward_info=_reward_info(raw.get("reward_info"), notes)))
         if not observe:
             continue
+        raw_messages = [m for m in raw.get("messages") or [] if isinstance(m, dict)]
         calls = [call for item in raw_messages if (call := _observed_call(item, prices)) is not None]
         if calls:
-            observed[run_id] = calls
+            observed[fields["id"]] = calls
     if skipped:
         notes.append(
             f"{skipped} simulations {TAU2} marked skipped (they failed to run) count as failures, "
             f"as in {TAU2}'s own pass^k"
         )
     return runs, observed
+
+
+def _simulation_fields(raw: dict[str, Any], prices: _Prices, next_trial: dict[str, int]) -> dict[str, Any]:
+    """A simulation's fields but its reward, its messages as fields of our Message. `next_trial`: the
+    trial after the last one read of each task, for a simulation that has no trial number."""
+    task_id = str(raw.get("task_id"))
+    trial = raw.get("trial")
+    if not isinstance(trial, int):
+        trial = next_trial.get(task_id, 0)
+    next_trial[task_id] = max(next_trial.get(task_id, 0), trial + 1)
+    reason, error = _termination(raw.get("termination_reason"))
+    if raw.get("skipped"):
+        error = SKIPPED if error is None else f"{SKIPPED}; {error}"
+    return {
+        "id": str(raw.get("id") or f"{task_id}:{trial}"),
+        "task_id": task_id,
+        "trial": trial,
+        "seed": int(raw.get("seed") or 0),
+        "termination_reason": reason,
+        "messages": [m for item in raw.get("messages") or [] if isinstance(item, dict) for m in _messages(item)],
+        "error": error,
+        "agent_cost": prices.cost("agent", raw.get("agent_cost")),
+        "user_cost": prices.cost("user", raw.get("user_cost")),
+        "duration": float(raw.get("duration") or 0.0),
+    }
 
 
 def _observed_call(raw: dict[str, Any], prices: _Prices) -> ObservedCall | None:
@@ -295,7 +314,8 @@ def _reward_info(raw: Any, notes: list[str]) -> RewardInfo | None:
     return breakdown or RewardInfo(reward=float(raw["reward"]))
 
 
-def _messages(raw: Any) -> list[Message]:
+def _messages(raw: Any) -> list[dict[str, Any]]:
+    """The fields of our Messages behind one τ² message (a multi-tool message holds several)."""
     if not isinstance(raw, dict):
         return []
     role = raw.get("role")
@@ -306,23 +326,23 @@ def _messages(raw: Any) -> list[Message]:
     if role == "tool":
         answered = raw.get("id") or raw.get("tool_call_id")
         return [
-            Message(
-                role="tool",
-                content=content,
-                tool_call_id=answered,
-                turn_idx=raw.get("turn_idx"),
-                requestor=raw.get("requestor") or "assistant",
-                error=bool(raw.get("error")),
-            )
+            {
+                "role": "tool",
+                "content": content,
+                "tool_call_id": answered,
+                "turn_idx": raw.get("turn_idx"),
+                "requestor": raw.get("requestor") or "assistant",
+                "error": bool(raw.get("error")),
+            }
         ]
     if role not in ("assistant", "user", "system"):
         return []
     side = "user" if role == "user" else "assistant"
     calls = [_tool_call(tc, side) for tc in raw.get("tool_calls") or [] if isinstance(tc, dict)]
-    return [Message(role=role, content=content, tool_calls=calls or None, turn_idx=raw.get("turn_idx"))]
+    return [{"role": role, "content": content, "tool_calls": calls or None, "turn_idx": raw.get("turn_idx")}]
 
 
-def _tool_call(raw: dict[str, Any], side: str) -> ToolCall:
+def _tool_call(raw: dict[str, Any], side: str) -> dict[str, Any]:
     arguments = raw.get("arguments")
     if isinstance(arguments, str):
         # Some providers hand arguments back as a JSON string; ours are always an object.
@@ -330,9 +350,9 @@ def _tool_call(raw: dict[str, Any], side: str) -> ToolCall:
             arguments = json.loads(arguments)
         except json.JSONDecodeError:
             arguments = {"_raw": arguments}
-    return ToolCall(
-        id=str(raw.get("id") or ""),
-        name=str(raw.get("name")),
-        arguments=arguments if isinstance(arguments, dict) else {},
-        requestor="user" if (raw.get("requestor") or side) == "user" else "assistant",
-    )
+    return {
+        "id": str(raw.get("id") or ""),
+        "name": str(raw.get("name")),
+        "arguments": arguments if isinstance(arguments, dict) else {},
+        "requestor": "user" if (raw.get("requestor") or side) == "user" else "assistant",
+    }

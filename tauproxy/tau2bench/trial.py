@@ -206,9 +206,9 @@ def _result(
         run = _unscored(task_id, trial, seed, TerminationReason.AGENT_ERROR, error, client.records, started)
         return run.model_copy(update={"reward_info": RewardInfo(reward=0.0)})
     simulation.trial = trial
-    ours = tau2_simulation(simulation.model_dump(mode="json"))
-    return ours.model_copy(
-        update={
+    return tau2_simulation(
+        simulation.model_dump(mode="json"),
+        {
             "id": f"{task_id}:{trial}",
             "seed": seed,
             "calls": client.records,
@@ -216,7 +216,7 @@ def _result(
             "user_cost": role_cost(client.records, "user"),
             "judge_cost": role_cost(client.records, "judge"),
             "duration": round(time.perf_counter() - started, 6),
-        }
+        },
     )
 
 
