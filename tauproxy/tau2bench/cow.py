@@ -94,14 +94,6 @@ def _copy_model(model: BaseModel, copy_field: Callable[[Any], Any]) -> BaseModel
 NESTED_COW_MIN_ENTRIES = 4
 
 
-def _private_copy(value: Any) -> Any:
-    """A copy of a shared record that its new owner may mutate: deep, except that large dicts of
-    sub-records become CowDicts over the base's (which guard every path to their records in turn)."""
-    if isinstance(value, BaseModel):
-        return _copy_model(value, _private_field)
-    return fast_copy(value)
-
-
 # Whether a base's nested dict holds records only, by the dict's id: a search reads every flight, and
 # checking each flight's dates anew was most of its cost. An entry keeps its dict alive, so the id is
 # never reused; only the bases' own dicts get here (a fork copies from its base), and bases never change.
@@ -118,9 +110,14 @@ def _holds_records_only(value: dict[str, Any]) -> bool:
 
 
 def _private_field(value: Any) -> Any:
+    """A field of a shared record copied for the record's new owner, who may mutate it: deep, except that
+    large dicts of sub-records become CowDicts over the base's (which guard every path to their records
+    in turn)."""
     kind = type(value)
-    if kind is dict and len(value) >= NESTED_COW_MIN_ENTRIES and _holds_records_only(value):
-        return CowDict(value)
+    if kind is dict and len(value) >= NESTED_COW_MIN_ENTRIES:
+        known = _RECORDS_ONLY.get(id(value))
+        if known[1] if known is not None and known[0] is value else _holds_records_only(value):
+            return CowDict(value)
     if isinstance(value, BaseModel):
         return _copy_model(value, _private_field)
     return fast_copy(value)
@@ -143,17 +140,17 @@ class CowDict(dict[str, Any]):
         self.base = base
         self.touched: set[str] = set()
 
-    def _own(self, key: str) -> None:
-        if key not in self.touched and dict.__contains__(self, key):
-            value = dict.__getitem__(self, key)
-            if type(value) is LazyRecord:  # a base loaded lazily (model_pickle): its record, loaded once
-                value = value.load()
-            dict.__setitem__(self, key, _private_copy(value))
-            self.touched.add(key)
-
     def __getitem__(self, key: str) -> Any:
-        self._own(key)
-        return dict.__getitem__(self, key)
+        # One call per record handed out: a scan (airline's flight search) comes here for every record.
+        if key in self.touched:
+            return dict.__getitem__(self, key)
+        value = dict.__getitem__(self, key)  # a missing key raises KeyError, as dict's
+        if type(value) is LazyRecord:  # a base loaded lazily (model_pickle): its record, loaded once
+            value = value.load()
+        value = _copy_model(value, _private_field) if isinstance(value, BaseModel) else fast_copy(value)
+        dict.__setitem__(self, key, value)
+        self.touched.add(key)
+        return value
 
     def __setitem__(self, key: str, value: Any) -> None:
         dict.__setitem__(self, key, value)
