@@ -304,7 +304,10 @@ def _identical(a: Any, b: Any) -> bool:
     if kind is list or kind is tuple:
         if len(a) != len(b):
             return False
-        return all(x is y or _identical(x, y) for x, y in zip(a, b, strict=True))
+        for x, y in zip(a, b, strict=True):  # noqa: SIM110  (a loop: all() over a generator costs a frame per item)
+            if x is not y and not _identical(x, y):
+                return False
+        return True
     if kind is dict:
         if len(a) != len(b):
             return False
@@ -316,8 +319,23 @@ def _identical(a: Any, b: Any) -> bool:
                 return False
         return True
     if isinstance(a, BaseModel):
-        return _identical(a.__dict__, b.__dict__) and _identical(a.__pydantic_extra__, b.__pydantic_extra__)
+        # The dict branch above for the fields, inlined: a fork's hash compares every record it handed
+        # out (a flight search hands out all of airline's 300 flights) with the base's.
+        extra = a.__pydantic_extra__
+        if extra is not b.__pydantic_extra__ and not _identical(extra, b.__pydantic_extra__):
+            return False
+        fields, base_fields = a.__dict__, b.__dict__
+        if len(fields) != len(base_fields):
+            return False
+        for k, v in fields.items():
+            w = base_fields.get(k, _ABSENT)
+            if v is not w and (w is _ABSENT or type(k) is not str or not _identical(v, w)):
+                return False
+        return True
     return False
+
+
+_ABSENT = object()
 
 
 def _cow_identical(a: CowDict, b: dict[str, Any]) -> bool:
