@@ -1,7 +1,7 @@
 """Loading τ²'s airline database from tauproxy's cache: every record unpickled at once (eager) against
 users and reservations unpickled when first read (lazy, tauproxy/tau2bench/model_pickle.py).
 
-    .venv/bin/python bench/tau2_base_load.py [--reps 15]      (about 30 s; needs the tau2 extra)
+    .venv/bin/python bench/tau2_base_load.py [--reps 15]      (about 10 s; needs the tau2 extra)
 
 One sample of each side, interleaved: `pickle.loads` of the cached `BaseDatabases` (the garbage
 collector paused throughout, as a run has it while it loads) and its `EnvironmentFactory`, the main thread's
