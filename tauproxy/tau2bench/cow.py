@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tauproxy.tau2bench import model_pickle
+from tauproxy.tau2bench.model_pickle import LazyRecord, load_at, materialize
 
 __all__ = ["COW_MIN_ENTRIES", "BaseDatabases", "CowDict", "EnvironmentFactory", "fast_copy", "fork_db"]
 
@@ -93,14 +94,6 @@ def _copy_model(model: BaseModel, copy_field: Callable[[Any], Any]) -> BaseModel
 NESTED_COW_MIN_ENTRIES = 4
 
 
-def _private_copy(value: Any) -> Any:
-    """A copy of a shared record that its new owner may mutate: deep, except that large dicts of
-    sub-records become CowDicts over the base's (which guard every path to their records in turn)."""
-    if isinstance(value, BaseModel):
-        return _copy_model(value, _private_field)
-    return fast_copy(value)
-
-
 # Whether a base's nested dict holds records only, by the dict's id: a search reads every flight, and
 # checking each flight's dates anew was most of its cost. An entry keeps its dict alive, so the id is
 # never reused; only the bases' own dicts get here (a fork copies from its base), and bases never change.
@@ -117,9 +110,14 @@ def _holds_records_only(value: dict[str, Any]) -> bool:
 
 
 def _private_field(value: Any) -> Any:
+    """A field of a shared record copied for the record's new owner, who may mutate it: deep, except that
+    large dicts of sub-records become CowDicts over the base's (which guard every path to their records
+    in turn)."""
     kind = type(value)
-    if kind is dict and len(value) >= NESTED_COW_MIN_ENTRIES and _holds_records_only(value):
-        return CowDict(value)
+    if kind is dict and len(value) >= NESTED_COW_MIN_ENTRIES:
+        known = _RECORDS_ONLY.get(id(value))
+        if known[1] if known is not None and known[0] is value else _holds_records_only(value):
+            return CowDict(value)
     if isinstance(value, BaseModel):
         return _copy_model(value, _private_field)
     return fast_copy(value)
@@ -142,14 +140,17 @@ class CowDict(dict[str, Any]):
         self.base = base
         self.touched: set[str] = set()
 
-    def _own(self, key: str) -> None:
-        if key not in self.touched and dict.__contains__(self, key):
-            dict.__setitem__(self, key, _private_copy(dict.__getitem__(self, key)))
-            self.touched.add(key)
-
     def __getitem__(self, key: str) -> Any:
-        self._own(key)
-        return dict.__getitem__(self, key)
+        # One call per record handed out: a scan (airline's flight search) comes here for every record.
+        if key in self.touched:
+            return dict.__getitem__(self, key)
+        value = dict.__getitem__(self, key)  # a missing key raises KeyError, as dict's
+        if type(value) is LazyRecord:  # a base loaded lazily (model_pickle): its record, loaded once
+            value = value.load()
+        value = _copy_model(value, _private_field) if isinstance(value, BaseModel) else fast_copy(value)
+        dict.__setitem__(self, key, value)
+        self.touched.add(key)
+        return value
 
     def __setitem__(self, key: str, value: Any) -> None:
         dict.__setitem__(self, key, value)
@@ -210,7 +211,10 @@ class CowDict(dict[str, Any]):
         return self.copy()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        return {key: copy.deepcopy(value, memo) for key, value in dict.items(self)}
+        return {
+            key: copy.deepcopy(value.load() if type(value) is LazyRecord else value, memo)
+            for key, value in dict.items(self)
+        }
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (self.copy(),))
@@ -256,7 +260,7 @@ def _cow_fields(db: BaseModel) -> dict[str, type[BaseModel]]:
             record is not None
             and type(value) is dict
             and len(value) >= COW_MIN_ENTRIES
-            and all(type(v) is record for v in value.values())
+            and all(type(v) is record or (type(v) is LazyRecord and v.record_type is record) for v in value.values())
         ):
             fields[name] = record
     return fields
@@ -300,7 +304,10 @@ def _identical(a: Any, b: Any) -> bool:
     if kind is list or kind is tuple:
         if len(a) != len(b):
             return False
-        return all(x is y or _identical(x, y) for x, y in zip(a, b, strict=True))
+        for x, y in zip(a, b, strict=True):  # noqa: SIM110  (a loop: all() over a generator costs a frame per item)
+            if x is not y and not _identical(x, y):
+                return False
+        return True
     if kind is dict:
         if len(a) != len(b):
             return False
@@ -312,8 +319,23 @@ def _identical(a: Any, b: Any) -> bool:
                 return False
         return True
     if isinstance(a, BaseModel):
-        return _identical(a.__dict__, b.__dict__) and _identical(a.__pydantic_extra__, b.__pydantic_extra__)
+        # The dict branch above for the fields, inlined: a fork's hash compares every record it handed
+        # out (a flight search hands out all of airline's 300 flights) with the base's.
+        extra = a.__pydantic_extra__
+        if extra is not b.__pydantic_extra__ and not _identical(extra, b.__pydantic_extra__):
+            return False
+        fields, base_fields = a.__dict__, b.__dict__
+        if len(fields) != len(base_fields):
+            return False
+        for k, v in fields.items():
+            w = base_fields.get(k, _ABSENT)
+            if v is not w and (w is _ABSENT or type(k) is not str or not _identical(v, w)):
+                return False
+        return True
     return False
+
+
+_ABSENT = object()
 
 
 def _cow_identical(a: CowDict, b: dict[str, Any]) -> bool:
@@ -322,7 +344,7 @@ def _cow_identical(a: CowDict, b: dict[str, Any]) -> bool:
         return False
     for key in a.touched:
         present = dict.__contains__(a, key)
-        if present != (key in b) or (present and not _identical(dict.__getitem__(a, key), b[key])):
+        if present != (key in b) or (present and not _identical(dict.__getitem__(a, key), load_at(b, key))):
             return False
     return True
 
@@ -343,7 +365,7 @@ class _BaseDumps:
         memo = self._memo[field]
         found = memo.get(key)
         if found is None:
-            found = _dumps(self._base[field][key])
+            found = _dumps(load_at(self._base[field], key))
             with self._lock:
                 memo[key] = found
         return found
@@ -384,12 +406,12 @@ class _DeltaHasher:
         fork = toolkit.db
         if fork is not self._fork or any(fork.__dict__.get(n) is not d for n, d in self._shared.items()):
             # τ²'s update_db (initialization_data) or a tool replaced the DB or a field: no base to diff.
-            return str(get_dict_hash(fork.model_dump()))
+            return str(get_dict_hash(materialize(fork).model_dump()))
         delta: dict[str, Any] = {}
         for name, shared in self._shared.items():
             field_delta = self._field_delta(name, shared, self._cow[name])
             if field_delta is None:
-                return str(get_dict_hash(fork.model_dump()))
+                return str(get_dict_hash(materialize(fork).model_dump()))
             delta[name] = field_delta
         rest = fork.model_dump(exclude=set(self._shared))
         payload = json.dumps({"cow": delta, "rest": rest}, sort_keys=True, default=str)
@@ -408,7 +430,7 @@ class _DeltaHasher:
             if type(value) is not record:
                 return None
             if key in base:
-                if _identical(value, base[key]):
+                if _identical(value, load_at(base, key)):
                     continue
                 dumped = _dumps(value)
                 if dumped == self._base_dumps.get(name, key):
@@ -426,21 +448,52 @@ class BaseDatabases:
 
     db: BaseModel
     user_db: BaseModel | None  # telecom's phone; None for a domain without a user database
+    # Fields of `db` pickled record by record, each unpickled when first read (model_pickle.LazyRecord):
+    # dicts of records the domain's tools only look up by key. Loaded here, every field is whole.
+    lazy_fields: tuple[str, ...] = ()
 
     @classmethod
-    def load(cls, get_environment: Callable[..., Any], *, user_db: bool = False) -> BaseDatabases:
+    def load(
+        cls, get_environment: Callable[..., Any], *, user_db: bool = False, lazy_fields: tuple[str, ...] = ()
+    ) -> BaseDatabases:
         loaded = get_environment()
-        return cls(loaded.tools.db, loaded.user_tools.db if user_db else None)
+        return cls(loaded.tools.db, loaded.user_tools.db if user_db else None, lazy_fields)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled the lean way (tau2bench/model_pickle.py): unpickling airline's tens of thousands of
         # records through pydantic's __setstate__ was most of loading them from the cache.
-        return (_unpickle_databases, (model_pickle.dumps((self.db, self.user_db)),))
+        db = model_pickle.with_lazy_records(self.db, self.lazy_fields)
+        return (_unpickle_databases, (model_pickle.dumps((db, self.user_db)), self.lazy_fields))
 
 
-def _unpickle_databases(payload: bytes) -> BaseDatabases:
+def _unpickle_databases(payload: bytes, lazy_fields: tuple[str, ...] = ()) -> BaseDatabases:
     db, user_db = model_pickle.loads(payload)
-    return BaseDatabases(db, user_db)
+    return BaseDatabases(db, user_db, lazy_fields)
+
+
+def _load_unshared(db: BaseModel, cow: Iterable[str]) -> None:
+    # A fork copies every field but the copy-on-write ones whole, at C level: their records must be loaded.
+    shared = set(cow)
+    for name, value in db.__dict__.items():
+        if name not in shared and isinstance(value, dict):
+            for key in list(dict.keys(value)):
+                load_at(value, key)
+
+
+class _LoadedUpdate:
+    """`update_db` of a fork's toolkit whose base was loaded lazily: τ²'s dumps the whole DB at C level
+    (`update_pydantic_model_with_dict`), so every record of the fork is loaded first."""
+
+    def __init__(self, toolkit: Any) -> None:
+        self._toolkit = weakref.ref(toolkit)  # weakly, as _DeltaHasher and for the same reason
+
+    def __call__(self, update_data: dict[str, Any] | None = None) -> None:
+        toolkit = self._toolkit()
+        if toolkit is None:
+            raise ReferenceError("update_db of an environment's toolkit that no longer exists")
+        if toolkit.db is not None:
+            materialize(toolkit.db)
+        type(toolkit).update_db(toolkit, update_data)
 
 
 class EnvironmentFactory:
@@ -469,6 +522,10 @@ class EnvironmentFactory:
         self._base_db: BaseModel = bases.db
         self._base_user_db: BaseModel | None = bases.user_db if user_db else None
         self._cow = _cow_fields(self._base_db)
+        _load_unshared(self._base_db, self._cow)
+        self._lazy = any(
+            type(record) is LazyRecord for name in self._cow for record in getattr(self._base_db, name).values()
+        )
         self._base_dumps = _BaseDumps(self._base_db, self._cow)
         # The base's full hash, for base_unchanged() only: 85 ms on airline, so tests ask for it.
         self._loaded_hashes = self._hashes(get_dict_hash) if check_base else None
@@ -487,8 +544,8 @@ class EnvironmentFactory:
 
     @property
     def base_db(self) -> BaseModel:
-        """The shared base DB, for tests and benchmarks: read it, never change it."""
-        return self._base_db
+        """The shared base DB, every record loaded, for tests and benchmarks: read it, never change it."""
+        return materialize(self._base_db)
 
     def __call__(self, solo_mode: bool = False) -> Any:
         db = fork_db(self._base_db, self._cow)
@@ -499,6 +556,8 @@ class EnvironmentFactory:
         if self._cow:
             # An instance attribute on this toolkit only: no class or module is patched.
             env.tools.get_db_hash = _DeltaHasher(env.tools, db, self._cow, self._base_dumps)
+        if self._lazy:
+            env.tools.update_db = _LoadedUpdate(env.tools)
         return env
 
     def base_unchanged(self) -> bool:
@@ -511,4 +570,4 @@ class EnvironmentFactory:
 
     def _hashes(self, get_dict_hash: Callable[[dict[str, Any]], str]) -> tuple[str, str | None]:
         user = None if self._base_user_db is None else get_dict_hash(self._base_user_db.model_dump())
-        return get_dict_hash(self._base_db.model_dump()), user
+        return get_dict_hash(self.base_db.model_dump()), user

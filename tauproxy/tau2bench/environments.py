@@ -16,12 +16,22 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pydantic
+
 from tauproxy.derived_cache import cached
 from tauproxy.tau2bench.cow import BaseDatabases, EnvironmentFactory
 from tauproxy.tau2bench.derived import domain_files, tau2_inputs
 from tauproxy.tau2bench.registry import Reference, tau2_registry
 
 _lock = threading.Lock()
+
+# Per domain, the dicts of records its tools only look up by key (never scan): cached record by record,
+# each unpickled when a trial first reads it (tau2bench/model_pickle.py). Airline's flights are
+# searched by scanning them all, retail's users and products too: they are cached whole.
+LAZY_FIELDS: dict[str, tuple[str, ...]] = {
+    "tau2.domains.airline.environment": ("users", "reservations"),
+    "tau2.domains.retail.environment": ("orders",),
+}
 _factories: dict[str, EnvironmentFactory] = {}
 
 
@@ -45,9 +55,17 @@ def environment_factory(domain: str) -> EnvironmentFactory:
 
 def base_databases(reference: Reference, constructor: Callable[..., Any], *, user_db: bool) -> BaseDatabases:
     """The databases `constructor()` starts from: from the cache, else loaded (and validated) by τ²."""
+    lazy_fields = LAZY_FIELDS.get(reference.module, ())
     inputs = {
         **tau2_inputs(domain_files([reference.module]), "cow.py", "model_pickle.py", "environments.py"),
         "constructor": f"{reference.module}:{reference.attribute}",
         "user_db": int(user_db),
+        # The pickle rebuilds models around pydantic (model_pickle): another pydantic, another entry.
+        "pydantic": pydantic.VERSION,
     }
-    return cached("tau2-db", inputs, BaseDatabases, lambda: BaseDatabases.load(constructor, user_db=user_db))
+    return cached(
+        "tau2-db",
+        inputs,
+        BaseDatabases,
+        lambda: BaseDatabases.load(constructor, user_db=user_db, lazy_fields=lazy_fields),
+    )

@@ -255,3 +255,45 @@ def test_forking_never_imports_litellm() -> None:
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+class _Leg(BaseModel):
+    code: str
+    price: float
+
+
+class _Trip(BaseModel):
+    name: str
+    legs: list[_Leg]
+    stops: dict[str, _Leg]
+
+
+def test_a_record_is_identical_to_its_base_only_if_it_serialises_the_same() -> None:
+    from tauproxy.tau2bench.cow import _dumps, _identical, _private_field
+
+    legs = {f"L{i}": _Leg(code=f"L{i}", price=float(i)) for i in range(6)}
+    base = _Trip(name="t", legs=[legs["L0"], legs["L1"]], stops=legs)
+    copy_of = lambda: _private_field(base)  # noqa: E731  (a fork's private copy of the record)
+    assert _identical(copy_of(), base)
+    read = copy_of()
+    assert read.stops["L2"].code == "L2"  # read through the nested CowDict: still identical
+    assert _identical(read, base)
+    changed = []
+    for change in (
+        lambda t: setattr(t, "name", "u"),
+        lambda t: setattr(t.legs[1], "price", 9.0),
+        lambda t: t.legs.append(_Leg(code="L9", price=0.0)),
+        lambda t: setattr(t.stops["L3"], "price", -0.0 if base.stops["L3"].price == 0.0 else 0.5),
+        lambda t: t.stops.pop("L4"),
+        lambda t: t.__dict__.pop("name"),
+    ):
+        record = copy_of()
+        change(record)
+        changed.append(record)
+    zero = copy_of()
+    zero.stops["L0"].price = -0.0  # equal to 0.0, but serialised apart
+    for record in [*changed, zero]:
+        assert not _identical(record, base)
+    same_content = copy_of()
+    same_content.name = "t" + ""  # another object, equal: identical by value
+    assert _identical(same_content, base) and _dumps(same_content) == _dumps(base)

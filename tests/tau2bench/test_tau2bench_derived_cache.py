@@ -81,8 +81,11 @@ def test_a_tau2_replay_is_the_same_with_the_cache_off_cold_and_warm(
     assert off["info"]["domain_sha256"] == warm["info"]["domain_sha256"]
 
 
-# mock's whole catalog; telecom's databases only (its user database too; its catalog reads 14 MB of tasks).
-@pytest.mark.parametrize(("name", "with_catalog"), [("tau2/mock", True), ("tau2/telecom", False)])
+# mock's whole catalog; telecom's databases only (its user database too; its catalog reads 14 MB of tasks);
+# airline's databases, read back with lazy records.
+@pytest.mark.parametrize(
+    ("name", "with_catalog"), [("tau2/mock", True), ("tau2/telecom", False), ("tau2/airline", False)]
+)
 def test_what_the_cache_gives_back_is_what_tau2_builds(
     name: str, with_catalog: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_memos: None
 ) -> None:
@@ -110,3 +113,30 @@ def test_what_the_cache_gives_back_is_what_tau2_builds(
     cold = built()
     warm = built()
     assert off == cold == warm
+
+
+def test_a_warm_airline_base_is_read_back_lazily_under_a_key_that_names_pydantic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_memos: None
+) -> None:
+    import pydantic
+
+    from tauproxy.tau2bench import environments
+    from tauproxy.tau2bench.model_pickle import LazyRecord
+
+    keys: list[dict[str, Any]] = []
+    real_cached = environments.cached
+
+    def cached(artefact: str, inputs: Any, expected: Any, build: Any) -> Any:
+        keys.append(dict(inputs))
+        return real_cached(artefact, inputs, expected, build)
+
+    monkeypatch.setattr(environments, "cached", cached)
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    cold = environments.environment_factory("airline")
+    forget_in_process()
+    warm = environments.environment_factory("airline")
+    assert keys[0] == keys[1] and keys[0]["pydantic"] == pydantic.VERSION
+    for name in ("users", "reservations"):
+        assert all(type(record) is LazyRecord for record in dict.values(getattr(warm._base_db, name)))
+    assert all(type(record) is not LazyRecord for record in dict.values(warm._base_db.flights))
+    assert warm.base_db.model_dump() == cold.base_db.model_dump()

@@ -143,3 +143,50 @@ def test_a_forks_writes_never_reach_a_base_loaded_the_lean_way() -> None:
     del db.reservations[next(iter(db.reservations))]
     assert factory.base_unchanged()
     assert factory().get_db_hash() != fork.get_db_hash()
+
+
+class Shelf(BaseModel):
+    flights: dict[str, Flight]
+    loose: dict[str, Loose]
+    note: str = ""
+
+
+def shelf() -> Shelf:
+    db = sample()
+    return Shelf(flights=db.flights, loose={"a": Loose(name="a", colour="blue")})  # type: ignore[call-arg]
+
+
+def test_lazy_records_load_once_each_as_what_was_dumped() -> None:
+    db = shelf()
+    loaded = model_pickle.loads(model_pickle.dumps(model_pickle.with_lazy_records(db, ["flights", "loose"])))
+    lazy = dict.__getitem__(loaded.flights, "F1")
+    assert type(lazy) is model_pickle.LazyRecord
+    assert lazy.record_type is Flight
+    assert type(dict.__getitem__(loaded.loose, "a")) is Loose  # extra fields: pickled as it is, whole
+    assert lazy.load() is lazy.load()  # one object, whoever asks
+    same(lazy.load(), db.flights["F1"])
+    assert lazy == db.flights["F1"] and db.flights["F1"] == lazy
+    assert lazy != db.flights["F2"]
+    assert model_pickle.load_at(loaded.flights, "F1") is lazy.load()
+    assert dict.__getitem__(loaded.flights, "F1") is lazy.load()  # kept in its place
+    assert type(dict.__getitem__(loaded.flights, "F2")) is model_pickle.LazyRecord
+    assert model_pickle.materialize(loaded) is loaded
+    same(loaded, db)  # every record loaded, nothing else changed
+    assert all(type(record) is Flight for record in db.flights.values())  # the dumped model left as it was
+
+
+def test_a_lazy_record_pickles_as_its_bytes() -> None:
+    record = model_pickle.LazyRecord.of(Seat(number="2B", price=1.5))
+    again = pickle.loads(pickle.dumps(record))
+    assert again.payload == record.payload
+    same(again.load(), Seat(number="2B", price=1.5))
+
+
+def test_base_databases_keep_their_lazy_fields_through_the_pickle() -> None:
+    bases = BaseDatabases(shelf(), None, ("flights",))
+    loaded = pickle.loads(pickle.dumps(bases))
+    assert loaded.lazy_fields == ("flights",)
+    assert all(type(r) is model_pickle.LazyRecord for r in dict.values(loaded.db.flights))
+    same(model_pickle.materialize(loaded.db), bases.db)
+    eager = pickle.loads(pickle.dumps(BaseDatabases(shelf(), None)))
+    assert all(type(r) is Flight for r in dict.values(eager.db.flights))
