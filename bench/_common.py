@@ -7,6 +7,7 @@ directory, so it is on sys.path when a script runs as `.venv/bin/python bench/<n
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime
 import json
 import os
@@ -68,6 +69,21 @@ def per_call(fn: Callable[[int], Any], reps: int, budget_s: float | None = None,
         if deadline is not None and i + 1 >= min_reps and time.perf_counter() > deadline:
             break
     return samples
+
+
+def play_task(env: Any, task: Any, with_actions: bool = True) -> None:
+    """Set a τ² task's initial state on `env` and make its golden actions (each one's error ignored, as
+    τ²'s evaluator ignores them): what grading a trial does to an environment."""
+    state = task.initial_state
+    env.set_state(
+        initialization_data=state.initialization_data if state is not None else None,
+        initialization_actions=state.initialization_actions if state is not None else None,
+        message_history=[],
+    )
+    criteria = task.evaluation_criteria
+    for action in (criteria.actions or []) if (criteria is not None and with_actions) else []:
+        with contextlib.suppress(Exception):
+            env.make_tool_call(action.name, requestor=action.requestor, **action.arguments)
 
 
 def median(values: list[float]) -> float:

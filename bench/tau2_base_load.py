@@ -13,26 +13,16 @@ Prints the raw numbers, then one RATIO line: lazy / eager of the load.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import pickle
 import time
 from typing import Any
 
-from _common import median, print_machine
+from _common import median, play_task, print_machine
 
 
 def play(env: Any, task: Any) -> str:
-    state = task.initial_state
-    env.set_state(
-        initialization_data=state.initialization_data if state is not None else None,
-        initialization_actions=state.initialization_actions if state is not None else None,
-        message_history=[],
-    )
-    criteria = task.evaluation_criteria
-    for action in (criteria.actions or []) if criteria is not None else []:
-        with contextlib.suppress(Exception):
-            env.make_tool_call(action.name, requestor=action.requestor, **action.arguments)
+    play_task(env, task)
     return str(env.get_db_hash())
 
 

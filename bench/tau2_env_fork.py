@@ -15,27 +15,17 @@ Prints the raw numbers, then one RATIO line: ours / theirs for the domain where 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import importlib
 import time
 from collections.abc import Callable
 from typing import Any
 
-from _common import median, per_call, print_machine
+from _common import median, per_call, play_task, print_machine
 
 
 def play(env: Any, task: Any, with_actions: bool = True) -> tuple[Any, Any]:
-    state = task.initial_state
-    env.set_state(
-        initialization_data=state.initialization_data if state is not None else None,
-        initialization_actions=state.initialization_actions if state is not None else None,
-        message_history=[],
-    )
-    criteria = task.evaluation_criteria
-    for action in (criteria.actions or []) if (criteria is not None and with_actions) else []:
-        with contextlib.suppress(Exception):
-            env.make_tool_call(action.name, requestor=action.requestor, **action.arguments)
+    play_task(env, task, with_actions)
     return env.get_db_hash(), env.get_user_db_hash()
 
 
