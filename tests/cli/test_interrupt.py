@@ -65,3 +65,36 @@ def test_ctrl_c_saves_says_and_resumes(tmp_path: Path) -> None:
     again = invoke_cli(*run_args(tmp_path, 1))
     if first_task:
         assert f"resuming: {first_task} of 40 trials done" in again.stderr
+
+
+def test_ctrl_c_in_a_strict_replay_stops_inside_a_trial_and_resumes(tmp_path: Path) -> None:
+    """A strict replay at concurrency 1 runs its trials on the main thread, so the signal lands inside
+    one: the run stops there, keeps what finished and resumes to the same results as a whole run."""
+    args = [*run_args(tmp_path, 3), "--num-trials", "300"]  # the last --num-trials wins
+    invoke_cli(*args, "--save-to", str(tmp_path / "whole"))  # records the cassette
+    replay = [*args, "--record-mode", "replay"]
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tauproxy_cli", *replay],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while saved(tmp_path) < 3 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == exit_codes.INTERRUPTED, err
+    kept = saved(tmp_path)
+    assert 3 <= kept < 900 and f"interrupted: {kept} of 900 trials saved" in err
+    assert "Traceback" not in err
+    again = invoke_cli(*replay)
+    assert f"resuming: {kept} of 900 trials done" in again.stderr
+    ids = [json.loads(line)["id"] for line in (tmp_path / "run" / "simulations.jsonl").read_text().splitlines()]
+    assert sorted(ids) == sorted(set(ids)) and len(ids) == 900
+    resumed = json.loads((tmp_path / "run" / "results.json").read_text())
+    whole = json.loads((tmp_path / "whole" / "results.json").read_text())
+    rewards = [[sim["id"], sim["reward_info"]["reward"]] for sim in resumed["simulations"]]
+    assert rewards == [[sim["id"], sim["reward_info"]["reward"]] for sim in whole["simulations"]]

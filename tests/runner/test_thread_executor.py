@@ -14,6 +14,7 @@ from conftest import strip_volatile
 
 from tauproxy.data_model.result import Results, SimulationRun
 from tauproxy.engine.llm_config import LLMConfig
+from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.runner import thread_executor
 from tauproxy.runner.config import RunConfig
@@ -124,3 +125,72 @@ def test_close_waits_for_the_trials_still_running(tmp_path: Path, monkeypatch: p
     executor.close()
     assert all(future.done() for future in futures)
     assert sorted(finished) == sorted(spec.run_id for spec in run.specs[:2])
+
+
+def test_a_strict_replay_at_concurrency_1_runs_its_trials_on_the_calling_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No pool of one: the trials run where run_pending runs, and give what the pool gives."""
+    recorded = execute(slips(tmp_path))
+    threads: set[str] = set()
+
+    def noted(spec: TrialSpec, *args: Any) -> SimulationRun:
+        threads.add(threading.current_thread().name)
+        return run_trial(spec, *args)
+
+    monkeypatch.setattr(thread_executor, "run_trial", noted)
+    replayed = execute(slips(tmp_path, record_mode=RecordMode.REPLAY, max_concurrency=1))
+    assert threads == {threading.current_thread().name}
+    threads.clear()
+    pooled = execute(slips(tmp_path, record_mode=RecordMode.REPLAY, max_concurrency=2))
+    assert threads and threading.current_thread().name not in threads
+    assert comparable(replayed.results.simulations) == comparable(pooled.results.simulations)
+    assert [sim.id for sim in replayed.results.simulations] == [sim.id for sim in recorded.results.simulations]
+
+
+@pytest.mark.parametrize("mode", ["auto", "record", "once", "off"])
+def test_a_run_that_may_go_live_keeps_its_trials_off_the_calling_thread(tmp_path: Path, mode: str) -> None:
+    """A Ctrl-C must never land between a paid answer and its recording: only the waiting thread gets it."""
+    config = slips(tmp_path, record_mode=RecordMode(mode), max_concurrency=1)
+    run = prepare(config)
+    executor = ThreadExecutor(run, build_transport(config, run.pack, run.pricing))
+    try:
+        assert not executor.inline
+        handle = executor.submit(run.specs[0])
+        assert executor.result(handle).id == run.specs[0].run_id
+    finally:
+        executor.close()
+
+
+def test_an_inline_trial_raises_where_the_pool_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trial's exception waits in its handle for `result`, as a pool's future holds it; a Ctrl-C
+    inside a trial stops run_pending at once, the trials finished before it kept."""
+    execute(slips(tmp_path))
+    config = slips(tmp_path, record_mode=RecordMode.REPLAY, max_concurrency=1)
+    run = prepare(config)
+    executor = ThreadExecutor(run, build_transport(config, run.pack, run.pricing))
+    assert executor.inline
+
+    def failing(spec: TrialSpec, *args: Any) -> SimulationRun:
+        raise RuntimeError(f"trial {spec.run_id} broke")
+
+    monkeypatch.setattr(thread_executor, "run_trial", failing)
+    handle = executor.submit(run.specs[0])
+    assert handle.done()
+    with pytest.raises(RuntimeError, match="broke"):
+        executor.result(handle)
+
+    calls = 0
+
+    def interrupted(spec: TrialSpec, *args: Any) -> SimulationRun:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise KeyboardInterrupt
+        return run_trial(spec, *args)
+
+    monkeypatch.setattr(thread_executor, "run_trial", interrupted)
+    done, stop = run_pending(run, executor, None)
+    executor.close()
+    assert stop is not None and stop.kind.value == "interrupted"
+    assert [sim.id for sim in done] == [spec.run_id for spec in run.specs[:2]]
