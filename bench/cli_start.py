@@ -6,7 +6,7 @@
 2. Records a small run through the stub (mock, all tasks, 1 trial, agent openai/stub via litellm,
    user scripted/user), then times its strict replay (`--record-mode replay`, no network), --reps
    times.
-3. Runs both once more inside a wrapper (`runpy.run_module("tauproxy_cli")` with the same argv) that
+3. Runs both once more inside a wrapper (the console script's command, `main()`, with the same argv) that
    reports whether `litellm` is in sys.modules afterwards.
 4. For comparison ("theirs"): `python -c "import litellm"`, the start-up floor of any CLI that imports
    litellm at start (as tau2's does), --litellm-reps times (default 5).
@@ -22,11 +22,13 @@ import sys
 from _common import loadavg, median, print_machine, run_timed, spread, start_stub, stub_args, tauproxy_bin, workdir
 
 PROBE = """
-import runpy, sys
+import importlib, sys
 sys.argv = ["tauproxy", *{argv}]
 code = 0
 try:
-    runpy.run_module("tauproxy_cli", run_name="__main__", alter_sys=True)
+    # The console script's module and command, without its exit (console.leave), which would end this
+    # wrapper before it reports.
+    importlib.import_module("tauproxy_cli.console").main()
 except SystemExit as exc:
     code = exc.code or 0
 sys.stderr.write("LITELLM_IMPORTED=%s\\n" % ("litellm" in sys.modules))

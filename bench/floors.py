@@ -17,7 +17,9 @@ demo's replay).
    cassette recorded here through the stub upstream, against its floor. The floor is the work no
    replay can skip, measured in this run:
      - Python start and the replay's own imports: a child that imports, in order, every module the
-       replay had loaded when it finished, and nothing else (its CPU, start included);
+       replay had loaded when it finished, and nothing else (its CPU, start included; it leaves by
+       os._exit, since the interpreter's teardown, whose last collection walks every object the
+       imports made, is exit work a replay can skip as well);
      - reading the cassette: the same child reads calls.jsonl and parses every line (json);
      - hashing the requests: CPU the replay spends computing the request and sample keys of its calls
        (`identify`, tauproxy/data_model/key.py), measured inside a replay by wrapping it;
@@ -60,7 +62,7 @@ MEMORY_GOAL = 1.10
 # the thread that calls them (trials run on a worker thread); then writes what they spent and every
 # module loaded to the file named by argv[2].
 INSTRUMENTED = """
-import importlib, json, runpy, sys, time
+import importlib, json, sys, time
 
 parts = json.loads(sys.argv[1])
 out = sys.argv[2]
@@ -90,7 +92,9 @@ for part, names in parts.items():
 sys.argv = ["tauproxy", *argv]
 code = 0
 try:
-    runpy.run_module("tauproxy_cli", run_name="__main__", alter_sys=True)
+    # The console script's module and command, without its exit (console.leave), which would end this
+    # wrapper before it reports.
+    importlib.import_module("tauproxy_cli.console").main()
 except SystemExit as exc:
     code = exc.code or 0
 with open(out, "w") as handle:
@@ -103,7 +107,7 @@ sys.exit(code)
 # then the rest in the order the replay finished importing them; then read and parse every line of the
 # cassette argv[2]. Prints the CPU the reading took and how many modules it loaded beyond the replay's.
 IMPORTS_AND_READ = """
-import importlib, json, sys, time
+import importlib, json, os, sys, time
 
 names = json.loads(open(sys.argv[1]).read())
 failed = 0
@@ -117,6 +121,10 @@ started = time.process_time()
 with open(sys.argv[2], "rb") as calls:
     lines = [json.loads(line) for line in calls if line.strip()]
 print(json.dumps({"read_s": time.process_time() - started, "lines": len(lines), "failed": failed, "extra": extra}))
+# Left without the interpreter's teardown (its last collection walks every object the imports made:
+# about 0.1 s here), which a replay can skip too: the floor counts no exit work.
+sys.stdout.flush()
+os._exit(0)
 """
 
 KEY_HASHING = ["tauproxy.data_model.key:identify"]

@@ -1,3 +1,3 @@
-from tauproxy_cli.main import main
+from tauproxy_cli.console import console
 
-main()
+console()
