@@ -29,7 +29,7 @@ def console() -> None:
     leave(0)
 
 
-def leave(code: object) -> None:
+def leave(code: str | int | None) -> None:
     """Exit with `code` (as SystemExit takes it), skipping the teardown when that loses nothing."""
     if not (code is None or isinstance(code, int)) or threading.active_count() > 1:
         sys.exit(code)
