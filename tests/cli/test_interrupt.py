@@ -44,16 +44,23 @@ def saved(tmp_path: Path) -> int:
     return sum(1 for line in path.read_bytes().split(b"\n") if line.strip()) if path.exists() else 0
 
 
-def test_ctrl_c_saves_says_and_resumes(tmp_path: Path) -> None:
+def interrupted(tmp_path: Path, args: list[str]) -> str:
+    """`tauproxy ARGS` as a process, sent SIGINT once it has saved three trials; its stderr, once it
+    has exited as interrupted."""
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    command = [sys.executable, "-m", "tauproxy_cli", *run_args(tmp_path, 60)]
+    command = [sys.executable, "-m", "tauproxy_cli", *args]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 60
     while saved(tmp_path) < 3 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
+        time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == exit_codes.INTERRUPTED, err
+    return err
+
+
+def test_ctrl_c_saves_says_and_resumes(tmp_path: Path) -> None:
+    err = interrupted(tmp_path, run_args(tmp_path, 60))
     kept = saved(tmp_path)
     assert f"interrupted: {kept} of 2400 trials saved; rerun the same command to resume" in err
     assert "Traceback" not in err
@@ -73,20 +80,7 @@ def test_ctrl_c_in_a_strict_replay_stops_inside_a_trial_and_resumes(tmp_path: Pa
     args = [*run_args(tmp_path, 3), "--num-trials", "300"]  # the last --num-trials wins
     invoke_cli(*args, "--save-to", str(tmp_path / "whole"))  # records the cassette
     replay = [*args, "--record-mode", "replay"]
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tauproxy_cli", *replay],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    deadline = time.monotonic() + 60
-    while saved(tmp_path) < 3 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == exit_codes.INTERRUPTED, err
+    err = interrupted(tmp_path, replay)
     kept = saved(tmp_path)
     assert 3 <= kept < 900 and f"interrupted: {kept} of 900 trials saved" in err
     assert "Traceback" not in err
