@@ -59,8 +59,8 @@ DEMO_HELP_GOAL = 1.5
 MEMORY_GOAL = 1.10
 
 # Run in a child: the CLI with the given argv, the named functions wrapped to add up the CPU time of
-# the thread that calls them (trials run on a worker thread); then writes what they spent and every
-# module loaded to the file named by argv[2].
+# the thread that calls them (a strict replay at concurrency 1 runs its trials on the main thread, others
+# on workers); then writes what they spent and every module loaded to the file named by argv[2].
 INSTRUMENTED = """
 import importlib, json, sys, time
 
