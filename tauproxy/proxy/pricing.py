@@ -29,6 +29,9 @@ from tauproxy.errors import ConfigError
 from tauproxy.structured_file import read_mapping_file
 
 FREE_PREFIXES = ("scripted/", "local/")
+# The two costs that are the same for every call they price (Cost is frozen: shared, never changed).
+FREE = Cost(0.0, "free by declaration")
+UNKNOWN = Cost(None, "unknown")
 LITELLM_MAP_FILE = "model_prices_and_context_window_backup.json"
 
 
@@ -59,6 +62,7 @@ class Pricing:
         # Each model's price, once found: a replay prices every hit, and serve answers hits in a
         # fraction of a millisecond, which validating a price-map entry per call would double.
         self._found: dict[str, tuple[ModelPrice | None, str]] = {}
+        self._rates: dict[str, tuple[ModelPrice | None, str]] = {}  # `_rate` of each model, once
 
     @classmethod
     def from_file(cls, path: Path | None) -> Pricing:
@@ -101,14 +105,21 @@ class Pricing:
         return None, "unknown"
 
     def cost(self, model: str, usage: Usage) -> Cost:
+        rate = self._rates.get(model)
+        if rate is None:
+            rate = self._rates[model] = self._rate(model)
+        price, source = rate
+        if price is None:
+            return FREE if source == FREE.source else UNKNOWN
+        return Cost(usage_cost(price, usage), source)
+
+    def _rate(self, model: str) -> tuple[ModelPrice | None, str]:
+        """What `cost` prices `model` at: its price and source, (None, FREE's source), or no price."""
         # Free by declaration, unless a prices file names the model explicitly (e.g. to show a demo's
         # scripted calls at a real model's rates).
         if model.startswith(FREE_PREFIXES) and not any(n in self._overrides for n in _candidates(model)):
-            return Cost(0.0, "free by declaration")
-        price, source = self.price_of(model)
-        if price is None:
-            return Cost(None, "unknown")
-        return Cost(usage_cost(price, usage), source)
+            return None, FREE.source
+        return self.price_of(model)
 
     def call_cost(self, call: ModelCall, usage: Usage, recorded: Cost | None = None) -> Cost:
         """What a call costs now: priced by the first of its billed names that has a price.
@@ -118,7 +129,7 @@ class Pricing:
         a price now, a replay falls back to the price it was `recorded` with; only when neither is
         known is the cost unknown.
         """
-        cost = Cost(None, "unknown")
+        cost = UNKNOWN
         for model in call.billed_as:
             cost = self.cost(model, usage)
             if cost.usd is not None:
