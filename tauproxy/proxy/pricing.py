@@ -59,10 +59,9 @@ class Pricing:
     ) -> None:
         self._overrides = overrides or {}
         self._override_source = override_source
-        # Each model's price, once found: a replay prices every hit, and serve answers hits in a
-        # fraction of a millisecond, which validating a price-map entry per call would double.
-        self._found: dict[str, tuple[ModelPrice | None, str]] = {}
-        self._rates: dict[str, tuple[ModelPrice | None, str]] = {}  # `_rate` of each model, once
+        # Each model's rate (`_rate`), once found: a replay prices every hit, and serve answers hits in
+        # a fraction of a millisecond, which validating a price-map entry per call would double.
+        self._rates: dict[str, tuple[ModelPrice | None, str]] = {}
 
     @classmethod
     def from_file(cls, path: Path | None) -> Pricing:
@@ -77,12 +76,7 @@ class Pricing:
         return f"{self._override_source} over {base}" if self._override_source else base
 
     def price_of(self, model: str) -> tuple[ModelPrice | None, str]:
-        found = self._found.get(model)
-        if found is None:
-            found = self._found[model] = self._find_price(model)
-        return found
-
-    def _find_price(self, model: str) -> tuple[ModelPrice | None, str]:
+        """`model`'s price and where it comes from (a prices file, else litellm's map), free or not."""
         for name in _candidates(model):
             override = self._overrides.get(name)
             if isinstance(override, ModelPrice):
