@@ -155,6 +155,10 @@ def test_upstream_timeout_is_504_unrecorded(guarded: Guarded) -> None:
 
 
 def test_stats_count_hits_misses_and_errors(guarded: Guarded) -> None:
+    errors = guarded.http.get(guarded.server.root + "/stats").json()["errors"]
+    for status in (500, 429):  # this test's own upstream errors: it does not lean on the tests before it
+        guarded.stub.configure(fail_status=status, fail_count=1)
+        assert guarded.http.post("/chat/completions", json=chat(f"stats fails with {status}")).status_code == status
     before = guarded.http.get(guarded.server.root + "/stats").json()["per_model"].get("gpt-stub", {})
     scope = {"X-Tauproxy-Scope": "stats-task/0"}
     first = guarded.http.post("/chat/completions", json=chat("stats"), headers=scope)
@@ -165,7 +169,7 @@ def test_stats_count_hits_misses_and_errors(guarded: Guarded) -> None:
     guarded.http.post("/chat/completions", json=chat("stats"), headers=scope)
     stats = guarded.http.get(guarded.server.root + "/stats").json()
     assert stats["per_model"]["gpt-stub"]["misses"] == before.get("misses", 0) + 2
-    assert stats["mode"] == "auto" and stats["errors"] >= 2  # the 500 and 429 above (order-independent: >=)
+    assert stats["mode"] == "auto" and stats["errors"] == errors + 2  # the 500 and the 429
 
 
 def test_unknown_paths_and_methods_answer_json(guarded: Guarded) -> None:
