@@ -153,10 +153,8 @@ class CostAdder:
             # A call's numbers read once for its four groups: a run adds every trial as it finishes.
             usage, source = call.usage, call.source
             numbers = (usage.prompt_tokens, usage.completion_tokens, call.latency_s, call.cost_usd)
-            self._total.by_source[source].add_numbers(*numbers)
-            self._by_role[call.role].by_source[source].add_numbers(*numbers)
-            self._by_model[call.model].by_source[source].add_numbers(*numbers)
-            task.by_source[source].add_numbers(*numbers)
+            for sides in (self._total, self._by_role[call.role], self._by_model[call.model], task):
+                sides.by_source[source].add_numbers(*numbers)
 
     def summary(self) -> CostSummary:
         total = self._total
