@@ -28,3 +28,18 @@ def transport_warnings(transport: Transport) -> list[str]:
     cassette = getattr(transport, "cassette", None)
     problems = getattr(cassette, "problems", None) or []
     return [f"cassette line skipped: {problem}" for problem in problems]
+
+
+def replays_only(config: RunConfig, transport: Transport) -> bool:
+    """Whether no call through `transport` (build_transport's for `config`) can reach a provider: a
+    strict replay, asked for (`replay`) or decided when the cassette opened (`once` over a recorded
+    cassette, proxy/modes.py)."""
+    if config.cassette is None or config.record_mode is RecordMode.OFF:
+        return False
+    if config.record_mode is RecordMode.REPLAY:
+        return True
+    if config.record_mode is not RecordMode.ONCE:
+        return False
+    from tauproxy.proxy.recorder import CassetteTransport
+
+    return isinstance(transport, CassetteTransport) and transport.mode is RecordMode.REPLAY

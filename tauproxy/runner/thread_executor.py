@@ -3,11 +3,12 @@
 Every trial shares the run's transport, so its cassette layer writes each live call to disk before
 the trial uses the response; nothing is left to record when a trial finishes.
 
-A strict replay at concurrency 1 runs each trial on the calling thread instead of a pool of one:
-handing 200 τ² trials to a worker thread and back cost about 4% of the replay's CPU (bench/floors.py
-measures the replay). Only a strict replay does: none of its calls can reach a provider, so a Ctrl-C
-landing inside a trial (which it then stops at once) cannot lose an answer that was paid for. A run
-that may go live keeps its trials on the pool, where the interrupt reaches only the waiting thread.
+A strict replay (`replay`, or `once` over a recorded cassette) at concurrency 1 runs each trial on
+the calling thread instead of a pool of one: handing 200 τ² trials to a worker thread and back cost
+about 4% of the replay's CPU (bench/floors.py measures the replay). Only a strict replay does: none
+of its calls can reach a provider, so a Ctrl-C landing inside a trial (which it then stops at once)
+cannot lose an answer that was paid for. A run that may go live keeps its trials on the pool, where
+the interrupt reaches only the waiting thread.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from tauproxy.data_model.result import SimulationRun
-from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.transport import Transport
 from tauproxy.runner.prepared import PreparedRun
+from tauproxy.runner.stack import replays_only
 from tauproxy.runner.trial import TrialSpec, run_trial
 
 
@@ -29,7 +30,7 @@ class ThreadExecutor:
         self._run = run
         self._transport = transport
         config = run.config
-        self.inline = config.max_concurrency == 1 and config.record_mode == RecordMode.REPLAY
+        self.inline = config.max_concurrency == 1 and replays_only(config, transport)
         self._pool = None if self.inline else ThreadPoolExecutor(max_workers=config.max_concurrency)
 
     def window(self, budget_blind: bool) -> int:

@@ -148,6 +148,20 @@ def test_a_strict_replay_at_concurrency_1_runs_its_trials_on_the_calling_thread(
     assert [sim.id for sim in replayed.results.simulations] == [sim.id for sim in recorded.results.simulations]
 
 
+def test_once_over_a_recorded_cassette_is_a_strict_replay_on_the_calling_thread(tmp_path: Path) -> None:
+    """`once` decides when the cassette opens: recorded, it replays strictly, so no call can go live."""
+    execute(slips(tmp_path, record_mode=RecordMode.ONCE))
+    config = slips(tmp_path, record_mode=RecordMode.ONCE, max_concurrency=1)
+    run = prepare(config)
+    executor = ThreadExecutor(run, build_transport(config, run.pack, run.pricing))
+    try:
+        assert executor.inline
+        handle = executor.submit(run.specs[0])
+        assert handle.done() and executor.result(handle).id == run.specs[0].run_id
+    finally:
+        executor.close()
+
+
 @pytest.mark.parametrize("mode", ["auto", "record", "once", "off"])
 def test_a_run_that_may_go_live_keeps_its_trials_off_the_calling_thread(tmp_path: Path, mode: str) -> None:
     """A Ctrl-C must never land between a paid answer and its recording: only the waiting thread gets it."""
