@@ -31,12 +31,14 @@ def estimate_command(
 ) -> None:
     """Predict what `run` with the same flags would cost; --cassette subtracts what it would replay."""
 
+    from tauproxy_cli.run_setup import build_run_config
+
+    config = build_run_config(flags)  # bad flags fail here, before the estimator's imports (numpy)
+
     from tauproxy.runner.estimate import estimate
     from tauproxy_cli.output import WholeTable, out_console, print_json
     from tauproxy_cli.report_view import money
-    from tauproxy_cli.run_setup import build_run_config
 
-    config = build_run_config(flags)
     result = estimate(config, [*(history or []), *(more_history or [])], flags.cassette)
     if json_output:
         print_json(asdict(result))
