@@ -17,7 +17,9 @@ demo's replay).
    cassette recorded here through the stub upstream, against its floor. The floor is the work no
    replay can skip, measured in this run:
      - Python start and the replay's own imports: a child that imports, in order, every module the
-       replay had loaded when it finished, and nothing else (its CPU, start included; it leaves by
+       replay had loaded when it finished, and nothing else (its CPU, start included; the garbage
+       collector off, since the passes it makes over what the imports create are work a replay can
+       skip (it pauses the collector while it loads, tauproxy/runner/collector.py); it leaves by
        os._exit, since the interpreter's teardown, whose last collection walks every object the
        imports made, is exit work a replay can skip as well);
      - reading the cassette: the same child reads calls.jsonl and parses every line (json);
@@ -107,8 +109,11 @@ sys.exit(code)
 # then the rest in the order the replay finished importing them; then read and parse every line of the
 # cassette argv[2]. Prints the CPU the reading took and how many modules it loaded beyond the replay's.
 IMPORTS_AND_READ = """
-import importlib, json, os, sys, time
+import gc, importlib, json, os, sys, time
 
+# The collector off: a replay pauses it while it loads (tauproxy/runner/collector.py), so the passes it
+# would make over the objects the imports create (about 70 ms here) are work a replay can skip too.
+gc.disable()
 names = json.loads(open(sys.argv[1]).read())
 failed = 0
 for name in ["tauproxy_cli.main", *names]:
