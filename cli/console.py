@@ -18,7 +18,12 @@ import os
 import sys
 import threading
 
-from tauproxy_cli.main import main
+from tauproxy.runner.collector import paused_collector
+
+# The CLI's modules live as long as the process: the collector's passes over them while they load
+# find no garbage (runner/collector.py).
+with paused_collector():
+    from tauproxy_cli.main import main
 
 
 def console() -> None:

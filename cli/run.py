@@ -23,10 +23,15 @@ def run_command(
     (docs/cli.md#exit-codes)."""
     import typer
 
-    from tauproxy_cli.run_setup import build_run_config, run_until_decided
-    from tauproxy_cli.run_view import run_with_progress
+    from tauproxy.runner.collector import paused_collector
 
-    config = build_run_config(flags)
+    # What loads here (the runner's and a domain's modules) lives as long as the run, as what
+    # `prepare` loads next (runner/collector.py).
+    with paused_collector():
+        from tauproxy_cli.run_setup import build_run_config, run_until_decided
+        from tauproxy_cli.run_view import run_with_progress
+
+        config = build_run_config(flags)
     if flags.until_decided:
         code = run_until_decided(config, flags, json_output=json_output)
     else:
