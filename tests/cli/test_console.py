@@ -1,5 +1,6 @@
 """The console script's exit (tauproxy_cli/console.py): out without the interpreter's teardown, losing
-nothing of what an ordinary exit would do. Each case is a process: leaving it is the point."""
+nothing of what an ordinary exit would do, and its import (with the collector paused). Each case is a
+process: leaving it, or importing it first, is the point."""
 
 from __future__ import annotations
 
@@ -72,3 +73,22 @@ def test_the_console_script_leaves_with_the_commands_code_and_output(tmp_path: P
         [sys.executable, "-m", "tauproxy_cli", "--version"], capture_output=True, text=True, env=env, timeout=120
     )
     assert version.returncode == 0 and version.stdout.startswith("tauproxy ")
+
+
+def test_the_cli_is_imported_with_the_collector_paused_and_it_runs_again_after() -> None:
+    """No collection while the CLI's modules load (runner/collector.py); afterwards the collector is on,
+    with nothing left frozen."""
+    probe = (
+        "import gc, sys\n"
+        "n = [0]\n"
+        "def count(phase, info):\n"
+        "    n[0] += phase == 'start' and 'tauproxy_cli.main' in sys.modules\n"
+        "gc.callbacks.append(count)\n"
+        "import tauproxy_cli.console\n"
+        "gc.callbacks.remove(count)\n"
+        "print(n[0], gc.isenabled(), gc.get_freeze_count())\n"
+    )
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "True", "0"]
