@@ -22,6 +22,8 @@ def apply() -> None:
         from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
     except ImportError:
         return
+    from tauproxy.runner.collector import paused_collector
+
     if getattr(typer.core, "build_runtime_param", None) is not build_runtime_param:
         return  # already applied, or typer no longer builds checkers this way
 
@@ -32,7 +34,10 @@ def apply() -> None:
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             if not self.built:
-                self.built.append(build_runtime_param(self.descriptor))
+                # The first one imports pydantic; checkers live as long as the process, so the
+                # collector's passes while they are built find no garbage (runner/collector.py).
+                with paused_collector():
+                    self.built.append(build_runtime_param(self.descriptor))
             return self.built[0]._coerce_value(value, param=param, ctx=ctx)
 
     def build_on_first_value(descriptor: TypeDescriptor) -> RuntimeParam:

@@ -27,16 +27,22 @@ class LazyCommand:
     summary: str  # the first paragraph of the command's help: what its parent's --help lists
 
     def load(self, name: str, parent: TyperGroup) -> Any:
-        """The command as typer builds it, with the parent group's help settings."""
-        module, _, attribute = self.target.partition(":")
-        target = getattr(importlib.import_module(module), attribute)
-        holder = typer.Typer(rich_markup_mode=parent.rich_markup_mode)
-        if isinstance(target, typer.Typer):
-            holder.add_typer(target, name=name)
-        else:
-            holder.command(name)(target)
-            holder.callback()(_no_options)  # a group, so typer builds the command under its own name
-        return typer.main.get_group(holder).commands[name]
+        """The command as typer builds it, with the parent group's help settings.
+
+        Loaded with the collector paused (runner/collector.py): the module and the command live as long
+        as the process, so the collector's passes over them while they are made find no garbage."""
+        from tauproxy.runner.collector import paused_collector
+
+        with paused_collector():
+            module, _, attribute = self.target.partition(":")
+            target = getattr(importlib.import_module(module), attribute)
+            holder = typer.Typer(rich_markup_mode=parent.rich_markup_mode)
+            if isinstance(target, typer.Typer):
+                holder.add_typer(target, name=name)
+            else:
+                holder.command(name)(target)
+                holder.callback()(_no_options)  # a group, so typer builds the command under its own name
+            return typer.main.get_group(holder).commands[name]
 
     def stand_in(self, name: str, parent: TyperGroup) -> TyperCommand:
         """What a listing of the parent's commands needs: the name and the one line."""

@@ -1,6 +1,6 @@
 """The console script's exit (tauproxy_cli/console.py): out without the interpreter's teardown, losing
-nothing of what an ordinary exit would do, and its import (with the collector paused). Each case is a
-process: leaving it, or importing it first, is the point."""
+nothing of what an ordinary exit would do; and its start-up, with the collector paused. Each case is a
+process: leaving it, or starting it, is the point."""
 
 from __future__ import annotations
 
@@ -75,9 +75,11 @@ def test_the_console_script_leaves_with_the_commands_code_and_output(tmp_path: P
     assert version.returncode == 0 and version.stdout.startswith("tauproxy ")
 
 
-def test_the_cli_is_imported_with_the_collector_paused_and_it_runs_again_after() -> None:
-    """No collection while the CLI's modules load (runner/collector.py); afterwards the collector is on,
-    with nothing left frozen."""
+def test_the_cli_starts_a_command_with_no_collection_and_the_collector_runs_again_after() -> None:
+    """What the CLI loads before a command's first real work (its modules, the command, typer's option
+    checkers, run's config) lives as long as the process: the collector is paused while it loads
+    (runner/collector.py), so no collection runs from the CLI's import to `run` refusing its flags;
+    afterwards it is on, with nothing left frozen."""
     probe = (
         "import gc, sys\n"
         "n = [0]\n"
@@ -85,10 +87,15 @@ def test_the_cli_is_imported_with_the_collector_paused_and_it_runs_again_after()
         "    n[0] += phase == 'start' and 'tauproxy_cli.main' in sys.modules\n"
         "gc.callbacks.append(count)\n"
         "import tauproxy_cli.console\n"
+        "sys.argv = ['tauproxy', 'run', '--domain', 'airline', '--num-tasks', '1']\n"
+        "try:\n"
+        "    tauproxy_cli.console.main()\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
         "gc.callbacks.remove(count)\n"
-        "print(n[0], gc.isenabled(), gc.get_freeze_count())\n"
+        "print(code, n[0], gc.isenabled(), gc.get_freeze_count())\n"
     )
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["0", "True", "0"]
+    assert "no agent model" in done.stderr
+    assert done.stdout.split() == ["2", "0", "True", "0"]
