@@ -26,7 +26,7 @@ from tauproxy.errors import CassetteError
 from tauproxy.store.format import CALLS_FILE, CassetteProblem
 from tauproxy.store.index import CassetteIndex, FileState, StaleIndex, index_dir_for
 from tauproxy.store.index_pending import AppendedLine
-from tauproxy.store.locking import fsync_dir, locked
+from tauproxy.store.locking import fsync_dir, let_go, locked
 
 _T = TypeVar("_T")
 
@@ -194,12 +194,15 @@ class IndexedFile:
         self._fd = fd
 
     def close(self) -> None:
-        """Index what this process appended, then release the index connection and the file
-        descriptor (also done when garbage-collected, without the indexing: the next open does it)."""
+        """Index what this process appended, then release the index connection, the file descriptor
+        and the lock file (also done when garbage-collected, without the indexing and the lock file:
+        the next open does the one, the bounded set of held lock files the other, locking.py)."""
         with self.lock:
             with contextlib.suppress(CassetteError, OSError, sqlite3.Error):  # a later open indexes them
                 self.catch_up()
             self._close_index()
+            if not self.snapshot:
+                let_go(self.directory)
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # at interpreter shutdown there may be nothing to release

@@ -4,14 +4,14 @@ Writers hold an exclusive lock (flock) on `.tauproxy-index/calls.jsonl.lock` (pr
 take it too, so they never mistake a write in progress for a cut-off line. Where the lock file cannot
 be created (a read-only checkout) readers proceed without it.
 
-`locked` keeps the lock file open for the life of the process and takes the lock with one flock
-(`_HeldFile`; a thread lock orders this process's threads before it), rather than through a
+`locked` keeps the lock file open (until its cassette is closed: `let_go`) and takes the lock with one
+flock (`_HeldFile`; a thread lock orders this process's threads before it), rather than through a
 `filelock.FileLock`, which opens, checks and closes the file at every hold: a writer locks once per
 commit, and that cost a lone writer about 0.25 ms of its 3 ms per call (the bench's misses at
-concurrency 1). It is the same lock on the same file, so it excludes a `filelock.FileLock` on that
-file (older versions) as it excludes itself. One object holds each lock file, by its resolved path, so a
-thread takes it again by any name of its directory. A lock file removed while held open (its links
-gone) is opened again; a forked child opens its own.
+concurrency 1). It is the same lock on the same file, so it excludes a `filelock.FileLock` on that file
+(older versions) as it excludes itself. One object holds each lock file, by its resolved path, so a
+thread takes it again by any name of its directory. A lock file removed while held open (its links gone)
+is opened again; a forked child opens its own.
 
 The lock lives in the cassette's private directory (format.PRIVATE_DIR), which holds a `.gitignore`
 of "*", so git never offers it for commit; so does the temp file of a rewrite. `remove_leftovers`
@@ -163,6 +163,15 @@ def locked(directory: Path, *, read_only_ok: bool = False) -> Iterator[None]:
     finally:
         if acquired:
             held.release()
+
+
+def let_go(directory: Path) -> None:
+    """The cassette at `directory` was closed: close its lock file unless a thread holds the lock (a
+    later `locked` opens it again), so a closed cassette keeps no file of its directory open (a
+    directory on a mount can then be unmounted)."""
+    held = _LOCKS.get(directory)
+    if held is not None and held.pid == os.getpid():
+        held.close_if_idle()
 
 
 def _held_file(directory: Path) -> _HeldFile:

@@ -163,3 +163,43 @@ def test_a_thread_that_holds_it_clears_a_killed_rewrites_leftovers(tmp_path: Pat
     with locked(tmp_path):  # as a merge holds its target's lock while it opens it
         remove_leftovers(tmp_path)
         assert not leftover.exists()
+
+
+def descriptors_in(directory: Path) -> list[str]:
+    """What this process holds open under `directory`."""
+    inside = str(directory.resolve())
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith(inside + os.sep):
+            found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
+def test_a_closed_cassette_keeps_no_file_of_its_directory_open(tmp_path: Path) -> None:
+    """Closed, a cassette lets go of its lock file too (a directory on a mount can then be unmounted);
+    another open on the same directory locks it again."""
+    from recordings import recording
+
+    from tauproxy.store.cassette import Cassette
+
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    answer = {"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}
+    first = Cassette.open(tmp_path / "cassette")
+    first.record(recording(request, answer))
+    assert descriptors_in(tmp_path)  # its index, its file, its lock file
+    second = Cassette.open(tmp_path / "cassette")
+    first.close()
+    second.record(recording(request, answer, trial=1))
+    with locked(tmp_path / "cassette"):
+        assert not free_for_filelock(tmp_path / "cassette")
+    second.close()
+    assert descriptors_in(tmp_path) == []
+    reopened = Cassette.open(tmp_path / "cassette", create=False)
+    assert len(reopened.entries()) == 2
+    reopened.close()
+    assert descriptors_in(tmp_path) == []
