@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tauproxy.runner.collector import paused_collector
+
 
 def apply() -> None:
     try:
@@ -22,8 +24,6 @@ def apply() -> None:
         from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
     except ImportError:
         return
-    from tauproxy.runner.collector import paused_collector
-
     if getattr(typer.core, "build_runtime_param", None) is not build_runtime_param:
         return  # already applied, or typer no longer builds checkers this way
 

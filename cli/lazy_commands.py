@@ -20,6 +20,8 @@ from typing import Any, ClassVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from tauproxy.runner.collector import paused_collector
+
 
 @dataclass(frozen=True)
 class LazyCommand:
@@ -31,8 +33,6 @@ class LazyCommand:
 
         Loaded with the collector paused (runner/collector.py): the module and the command live as long
         as the process, so the collector's passes over them while they are made find no garbage."""
-        from tauproxy.runner.collector import paused_collector
-
         with paused_collector():
             module, _, attribute = self.target.partition(":")
             target = getattr(importlib.import_module(module), attribute)
