@@ -60,7 +60,6 @@ def serve_command(
     from tauproxy.errors import ConfigError
     from tauproxy.proxy.modes import RecordMode, parse_record_mode
     from tauproxy.serve.config import ServeConfig, load_upstream_map
-    from tauproxy.serve.server import serve
     from tauproxy.store.cassette import Cassette
     from tauproxy_cli.output import warn
 
@@ -89,6 +88,8 @@ def serve_command(
             warn(f"upstream key variable {name} is not set; calls routed through it will fail")
     if host not in LOOPBACK and auth_token is None:
         warn(f"serving on {host} without --auth-token: anyone who can reach it can spend your keys")
+    from tauproxy.serve.server import serve  # the HTTP stack: imported once the flags are known good
+
     serve(config)
     # Stopped, and every answered call is on disk: the process ends now. Its final garbage collection
     # would scan every object litellm loaded (4 s on a loaded 2-core box, 0.2 s frozen), which would
