@@ -17,6 +17,7 @@ from tauproxy.errors import ResultsWriteError
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.results.run_dir import ResultsDir
 from tauproxy.runner.config import RunConfig
+from tauproxy.runner.interrupts import interrupt_deferred
 from tauproxy.runner.plan_order import PlanOrder
 from tauproxy.runner.trial import TrialSpec
 
@@ -64,17 +65,19 @@ class PreparedRun:
         It is handed on before it is appended to the run directory: a Ctrl-C landing between the
         two would otherwise leave a trial on disk that results.json and the "saved" count leave out;
         a trial that cannot be saved is still reported (it finished), the run stops, and a rerun
-        runs it again. One JSON dump serves both."""
+        runs it again. One JSON dump serves both. A Ctrl-C that arrives in between is held until
+        both are done (interrupts.py): a trial counted as saved is one a resume finds."""
         line = simulation.model_dump_json()
-        if order is not None:
-            order.add(simulation, line)
-        if self.results_dir:
-            try:
-                self.results_dir.append_line(line)
-            except OSError as exc:
-                raise ResultsWriteError(
-                    f"cannot save trial {simulation.id} to {self.results_dir.path}: {exc.strerror or exc}; "
-                    "stopping: fix it and rerun the same command to resume"
-                ) from None
+        with interrupt_deferred():
+            if order is not None:
+                order.add(simulation, line)
+            if self.results_dir:
+                try:
+                    self.results_dir.append_line(line)
+                except OSError as exc:
+                    raise ResultsWriteError(
+                        f"cannot save trial {simulation.id} to {self.results_dir.path}: {exc.strerror or exc}; "
+                        "stopping: fix it and rerun the same command to resume"
+                    ) from None
         if progress:
             progress(simulation, count, len(self.specs))
