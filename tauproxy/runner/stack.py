@@ -31,15 +31,11 @@ def transport_warnings(transport: Transport) -> list[str]:
 
 
 def replays_only(config: RunConfig, transport: Transport) -> bool:
-    """Whether no call through `transport` (build_transport's for `config`) can reach a provider: a
-    strict replay, asked for (`replay`) or decided when the cassette opened (`once` over a recorded
-    cassette, proxy/modes.py)."""
+    """Whether no call through `transport` (build_transport's for `config`) can reach a provider: its
+    cassette layer's mode, as resolved when the cassette opened, is a strict replay (`replay`, or
+    `once` over a recorded cassette: proxy/modes.py)."""
     if config.cassette is None or config.record_mode is RecordMode.OFF:
-        return False
-    if config.record_mode is RecordMode.REPLAY:
-        return True
-    if config.record_mode is not RecordMode.ONCE:
-        return False
+        return False  # no cassette layer (and no need to import it to say so)
     from tauproxy.proxy.recorder import CassetteTransport
 
     return isinstance(transport, CassetteTransport) and transport.mode is RecordMode.REPLAY
