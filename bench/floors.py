@@ -313,13 +313,13 @@ def tau2_replay(work: Path, url: str, reps: int, tasks: int, trials: int) -> Non
     print(floor.line())
     over = median([t.cpu_s for t in replays]) - floor.total_s
     # The conversation's own work: without its calls' hashing (floor) and answers (counted apart).
-    beyond[CONVERSATION] -= floor.hash_s + beyond[ANSWER]
-    named = {"the conversation besides its calls (τ²'s messages, tools, request bodies)": beyond.pop(CONVERSATION)}
+    own = beyond.pop(CONVERSATION) - floor.hash_s - beyond[ANSWER]
+    beyond["the conversation besides its calls (τ²'s messages, tools, request bodies)"] = own
     print(
         f"over the floor {over:.3f} s CPU, of which (thread CPU inside the replay, information) "
-        + ", ".join(f"{part} {spent:.3f}" for part, spent in {**beyond, **named}.items())
-        + f"; the rest {over - sum(beyond.values()) - sum(named.values()):.3f} (each trial's environment"
-        " and setup, prepare's loading, the summary)"
+        + ", ".join(f"{part} {spent:.3f}" for part, spent in beyond.items())
+        + f"; the rest {over - sum(beyond.values()):.3f} (each trial's environment and setup, prepare's"
+        " loading, the summary)"
     )
     ratio = median([t.cpu_s for t in replays]) / floor.total_s
     print(
