@@ -146,6 +146,7 @@ import contextlib
 import itertools
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -526,6 +527,7 @@ def measure(calls: int = 400, out: Callable[[str], None] = print) -> Figures:
         fast.stop()
         stub_proc.kill()
         stub_proc.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
     figures = Figures(direct, hit, miss, miss_direct, chat_miss, len(chat[1][0]))
     report(figures, out)
     return figures

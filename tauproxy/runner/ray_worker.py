@@ -112,6 +112,8 @@ def _state_for(setup: WorkerSetup) -> _WorkerState:
         return state
     for old in _states.values():
         old.router.close()
+        if old.cassette is not None:
+            old.cassette.close()  # and its snapshot's directory (a long-lived worker runs many runs)
     _states.clear()
     state = _build_state(setup)
     _states[setup.token] = state

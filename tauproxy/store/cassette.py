@@ -18,9 +18,6 @@ index_pending.py) and rebuilt when it does not describe the file.
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +30,7 @@ from tauproxy.store.indexed_file import IndexedFile
 from tauproxy.store.inspection import CassetteInspector
 from tauproxy.store.locking import remove_leftovers
 from tauproxy.store.reader import CassetteReader
+from tauproxy.store.temp_dirs import owned_temp_dir, release
 from tauproxy.store.writer import CassetteWriter, check_writable
 
 __all__ = ["Cassette", "check_writable"]
@@ -41,8 +39,9 @@ __all__ = ["Cassette", "check_writable"]
 class Cassette:
     """The calls of one cassette directory, looked up through its on-disk index. Use `Cassette.open`."""
 
-    def __init__(self, file: IndexedFile) -> None:
+    def __init__(self, file: IndexedFile, temp_dir: Path | None = None) -> None:
         self._file = file
+        self._temp_dir = temp_dir  # a private index or snapshot's directory, removed on close
         self.reader = CassetteReader(file)
         self.writer = CassetteWriter(file)
         self.inspector = CassetteInspector(file)
@@ -61,12 +60,10 @@ class Cassette:
                 raise CassetteError(f"no cassette at {directory} (no {CALLS_FILE})")
             IndexedFile.create(directory)
         remove_leftovers(directory)  # a killed rewrite's temp file, an older version's lock file
-        private = Path(tempfile.mkdtemp(prefix="tauproxy-index-")) if fresh_index else None
-        if private is not None:
-            atexit.register(shutil.rmtree, private, True)
+        private = owned_temp_dir("tauproxy-index-") if fresh_index else None
         file = IndexedFile(directory, index_dir=private)
         file.reload()
-        return cls(file)
+        return cls(file, private)
 
     @classmethod
     def snapshot(cls, directory: Path, data: bytes) -> Cassette:
@@ -77,15 +74,14 @@ class Cassette:
         `directory` only names the origin in messages; `record` and `reload` refuse, so a worker
         cannot write the cassette even by mistake.
         """
-        private = Path(tempfile.mkdtemp(prefix="tauproxy-snapshot-"))
-        atexit.register(shutil.rmtree, private, True)
+        private = owned_temp_dir("tauproxy-snapshot-")
         copy_file = private / CALLS_FILE
         copy_file.write_bytes(data)
         file = IndexedFile(Path(directory).absolute(), source=copy_file, index_dir=private)
         with file.lock:
             file.load_locked()
         file.snapshot = True
-        return cls(file)
+        return cls(file, private)
 
     @property
     def directory(self) -> Path:
@@ -109,8 +105,11 @@ class Cassette:
         self._file.reload()
 
     def close(self) -> None:
-        """Release the index connection and the file descriptor (also done when garbage-collected)."""
+        """Release the index connection and the file descriptor (also done when garbage-collected), and
+        remove a private index's or snapshot's directory (temp_dirs.py)."""
         self._file.close()
+        if self._temp_dir is not None:
+            release(self._temp_dir)
 
     def record(self, recording: CallRecording) -> CassetteEntry:
         """Append one call durably (fsynced before return) and index it (writer.py)."""

@@ -65,6 +65,13 @@ def stats(cassette: Cassette) -> dict[str, Any]:
 def check(cassette: Cassette) -> VerifyReport:
     """Problems and warnings of what is on disk now (the file is re-read, not the loaded copy)."""
     fresh = Cassette.open(cassette.directory, create=False, fresh_index=True)
+    try:
+        return _check_fresh(fresh)
+    finally:
+        fresh.close()  # and its private index (`cassette verify` may run in a long-lived process)
+
+
+def _check_fresh(fresh: Cassette) -> VerifyReport:
     report = VerifyReport(problems=[str(problem) for problem in fresh.problems])
     for number, entry in fresh.inspector.iter_history():
         mismatch = _key_mismatch(fresh, entry)
