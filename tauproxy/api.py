@@ -125,6 +125,8 @@ class RunReport(BaseModel):
         stopped = f", stopped: {self.stop.reason}" if self.stop is not None else ""
         return f"<RunReport {repr(self.summary)[1:-1]}, {self.new_trials} new trials{stopped}>"
 
+    __str__ = __repr__  # print() too: pydantic's str is its field list, every trial included
+
     def _repr_html_(self) -> str:
         html = self.summary._repr_html_()
         if self.stop is not None:

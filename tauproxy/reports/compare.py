@@ -56,6 +56,8 @@ class SideBySide(BaseModel):
         runs = "; ".join(f"{run.label}: {pass_line(run.summary.pass_hat_k)}" for run in self.runs)
         return f"<SideBySide {len(self.runs)} runs: {runs}>"
 
+    __str__ = __repr__  # print() too: pydantic's str is its field list, every flipped trial included
+
     def _repr_html_(self) -> str:
         """Each run's pass^k with its interval, then each paired difference with its interval."""
         ks = sorted({k for run in self.runs for k in run.summary.pass_hat_k})[:MAX_K_SHOWN]

@@ -91,6 +91,8 @@ class ScoreComparison(BaseModel):
     def __repr__(self) -> str:
         return f"<ScoreComparison {self.verdict.value}: {self.reason}>"
 
+    __str__ = __repr__  # print() too: pydantic's str is its field list, the paired comparison included
+
     def _repr_html_(self) -> str:
         """The verdict, why, and the figures it rests on, for Jupyter."""
         drop = "-" if self.drop is None else f"{self.drop:+.3f}"

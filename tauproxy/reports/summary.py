@@ -103,6 +103,8 @@ class ReportSummary(BaseModel):
             f"{pass_line(self.pass_hat_k)}, live {usd(self.cost.live_usd)}, saved {usd(self.cost.replayed_usd)}>"
         )
 
+    __str__ = __repr__  # print() too: pydantic's str is its field list, every field
+
     def _repr_html_(self) -> str:
         """The pass^k table with intervals and the facts a reader acts on, for Jupyter."""
         intervals = self.pass_hat_k_ci

@@ -62,6 +62,14 @@ def test_runs_side_by_side_and_a_verdict_display_what_decides(two_runs: tuple[ap
     )
 
 
+def test_print_shows_the_same_one_line(two_runs: tuple[api.RunReport, ...]) -> None:
+    """docs/python.md: they "print as one line"; pydantic's own str would list every field."""
+    good, slips = two_runs
+    for shown in (slips, slips.summary, api.compare(slips, good), api.check(slips, good, max_drop=0.05)):
+        assert str(shown) == repr(shown) and f"{shown}" == repr(shown)
+        assert "\n" not in str(shown) and len(str(shown)) < 400, str(shown)
+
+
 def test_what_a_report_shows_is_escaped(two_runs: tuple[api.RunReport, ...]) -> None:
     summary = two_runs[0].summary.model_copy(update={"domain": "<script>alert(1)</script>"})
     html = summary._repr_html_()
