@@ -60,7 +60,8 @@ class Cassette:
                 raise CassetteError(f"no cassette at {directory} (no {CALLS_FILE})")
             IndexedFile.create(directory)
         remove_leftovers(directory)  # a killed rewrite's temp file, an older version's lock file
-        private = owned_temp_dir("tauproxy-index-") if fresh_index else None
+        # Not "tauproxy-index-": that is the per-user index directory of read-only cassettes (index_db.py).
+        private = owned_temp_dir("tauproxy-fresh-index-") if fresh_index else None
         file = IndexedFile(directory, index_dir=private)
         file.reload()
         return cls(file, private)
