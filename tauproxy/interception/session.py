@@ -152,6 +152,7 @@ class Intercept:
             if cache is not None and self.mode is RecordMode.REWRITE:
                 cache.keep_only_this_session()
         finally:
+            self._built.service.close()
             if self._built.service.cache is not None:
                 self._built.service.cache.close()
             elif self._built.cassette is not None:

@@ -127,6 +127,11 @@ class CompletionService:
         """The chat.completion body for a chat-completions `body`, or an HttpError to send instead."""
         return (await self.answer(CHAT.request(body, {}), scope, role)).body
 
+    def close(self) -> None:
+        """End the threads that make live calls and cassette writes, once the calls they hold are done
+        (threads.py). The cassette and the live transport are their owner's to close."""
+        self._off_loop.close()
+
     async def answer(self, request: ApiRequest, scope: TrialScope | None, role: CallRole | None) -> Completion:
         """The answer to `request` (its `raw_body` set for APIs answered in their own shape), or an
         HttpError to send instead."""

@@ -78,6 +78,7 @@ def build(config: ServeConfig, out: Callable[[str], None] = print) -> Built:
             f"({snapshot['hits']} replayed, {snapshot['live']} live, {snapshot['shared']} shared, "
             f"{snapshot['errors']} upstream errors)"
         )
+        service.close()
         if run_log is not None:
             run_log.close()
         if config.mode is RecordMode.REWRITE and service.cache is not None:

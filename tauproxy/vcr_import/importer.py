@@ -169,6 +169,7 @@ async def _import_file(
                 if reason is not None:
                     report.left_out.append(LeftOut(exchange.where, reason))
     finally:
+        service.close()  # its call threads: one service per imported file
         native.close()
 
 
