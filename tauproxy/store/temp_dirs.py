@@ -26,8 +26,8 @@ _held: dict[Path, int] = {}  # each live directory's owner descriptor, kept open
 
 
 def owned_temp_dir(prefix: str) -> Path:
-    """A new private directory `<tempdir>/<prefix>XXXX`, removed at exit or, failing that, by the next
-    call with the same prefix after this process is gone; first removes what dead processes left."""
+    """A new private directory `<tempdir>/<prefix>XXXX`, removed by `release`, else at exit, else (the
+    process killed) by the next call with the same prefix; first removes what dead processes left."""
     sweep(prefix)
     path = Path(tempfile.mkdtemp(prefix=prefix))
     # Locked under another name, then renamed: a sweeper never finds an owner file not yet locked.
@@ -35,7 +35,6 @@ def owned_temp_dir(prefix: str) -> Path:
     fcntl.flock(fd, fcntl.LOCK_SH)
     os.rename(path / f".{OWNER_FILE}", path / OWNER_FILE)
     _held[path] = fd
-    atexit.register(release, path)
     return path
 
 
@@ -45,6 +44,14 @@ def release(path: Path) -> None:
     fd = _held.pop(path, None)
     if fd is not None:
         os.close(fd)
+
+
+@atexit.register
+def _release_all() -> None:
+    # One handler for every directory still held, not one per directory: a long-lived process that
+    # verifies cassettes again and again would otherwise pile up a handler per closed one.
+    for path in list(_held):
+        release(path)
 
 
 def sweep(prefix: str) -> list[Path]:

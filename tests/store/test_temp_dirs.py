@@ -86,3 +86,22 @@ def test_a_closed_snapshot_and_a_verify_leave_no_directory(temp_root: Path, tmp_
     snapshot.close()
     assert check(cassette).problems == []
     assert list(temp_root.iterdir()) == []
+
+
+def test_a_process_that_exits_removes_the_directories_it_still_holds(temp_root: Path) -> None:
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, tempfile; tempfile.tempdir = sys.argv[1]\n"
+            "from tauproxy.store.temp_dirs import owned_temp_dir, release\n"
+            "release(owned_temp_dir('tp-test-'))\n"
+            "print(owned_temp_dir('tp-test-'))",
+            str(temp_root),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert not Path(made.stdout.strip()).exists()
+    assert list(temp_root.iterdir()) == []
