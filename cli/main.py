@@ -54,7 +54,8 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "serve": LazyCommand(
         "tauproxy_cli.serve:serve_command",
-        "Serve /v1/chat/completions from a cassette; misses go live and are recorded (mode permitting).",
+        "Serve OpenAI chat completions, the Responses API and Anthropic's Messages API from a cassette; "
+        "misses go live and are recorded (mode permitting).",
     ),
     "domains": LazyCommand("tauproxy_cli.domains:app", "List and inspect domain packs."),
     "cassette": LazyCommand(

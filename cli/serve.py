@@ -56,7 +56,8 @@ def serve_command(
         ),
     ] = DEFAULT_SESSION_IDLE_S,
 ) -> None:
-    """Serve /v1/chat/completions from a cassette; misses go live and are recorded (mode permitting)."""
+    """Serve OpenAI chat completions, the Responses API and Anthropic's Messages API from a cassette;
+    misses go live and are recorded (mode permitting)."""
     from tauproxy.errors import ConfigError
     from tauproxy.proxy.modes import RecordMode, parse_record_mode
     from tauproxy.serve.config import ServeConfig, load_upstream_map
