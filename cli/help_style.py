@@ -1,4 +1,4 @@
-"""How `--help` reads: usage lines in the usual form and no value shown after a flag.
+"""How `--help` reads: usage lines in the usual form, no value shown after a flag, prose rewrapped.
 
 typer (0.29) writes a required argument as `{runs}...` in the usage line and prints `<bool>` after
 every on/off option it adds itself (`--help`, `--install-completion`), though a flag takes no value.
@@ -7,12 +7,18 @@ Our own flags already show none (flag.py); this makes typer's own rows and the u
     Usage: tauproxy report [OPTIONS] RUNS...
     Usage: tauproxy domains check [OPTIONS] [NAMES]...
 
-Both are typer's private rendering hooks, so tests/cli/test_help.py checks every command's help: a
+And a command's help after its first paragraph is prose that the terminal wraps: typer keeps the line
+breaks of the docstring in it (its `_fix_linebreaks` only joins the paragraphs), so every source line
+came out as a short ragged line of its own. Here each paragraph is one line for rich to wrap, except one
+that starts with click's "\\b" (keep my lines).
+
+All three are typer's private rendering hooks, so tests/cli/test_help.py checks every command's help: a
 typer that renames them fails there instead of quietly bringing the braces back.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from typer.core import TyperArgument, TyperOption
@@ -36,6 +42,13 @@ def _display_type_rich(self: TyperOption, ctx: Any) -> str | None:
     return _typer_display_type_rich(self, ctx)
 
 
+def _fix_linebreaks(paragraphs: list[str], markup_mode: Any) -> str:
+    return "\n\n".join(p if p.startswith("\b") else " ".join(p.split("\n")) for p in paragraphs)
+
+
 def apply() -> None:
     TyperArgument._usage_display_name = _usage_display_name  # type: ignore[method-assign]
     TyperOption.display_type_rich = _display_type_rich  # type: ignore[method-assign]
+    rich_utils = sys.modules.get("typer.rich_utils")  # imported first (help_import.py); absent without rich
+    if rich_utils is not None:
+        rich_utils._fix_linebreaks = _fix_linebreaks

@@ -31,8 +31,10 @@ def prepare_command(
     github: Annotated[str | None, typer.Option(help="GitHub user name.")] = None,
     new: Annotated[bool, flag("--new", help="Ask for the model to be highlighted as new.")] = False,
 ) -> None:
-    """Check the runs as τ²-bench's `submit verify-trajs` does, score them with τ²'s metrics, and
-    write what `tau2 submit validate` takes, plus disclosure.json (models, seeds, versions, live or
+    """Check and score τ²-bench runs as τ² does, and write what `tau2 submit validate` takes.
+
+    The runs are checked as τ²-bench's `submit verify-trajs` checks them and scored with τ²'s metrics;
+    beside submission.json and the trajectories goes disclosure.json (models, seeds, versions, live or
     replayed calls)."""
     from datetime import date
 

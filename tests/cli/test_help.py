@@ -35,6 +35,32 @@ def test_help_shows_no_placeholder_and_a_plain_usage_line(path: tuple[str, ...])
     assert "epilog" not in shown
 
 
+def command_at(path: tuple[str, ...]) -> Any:
+    command: Any = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]
+    return command
+
+
+PROSE = [
+    (path, paragraph)
+    for path in commands()
+    for paragraph in (command_at(path).help or "").split("\n\n")[1:]
+    if "\n" in paragraph.strip() and not paragraph.startswith("\b")
+]
+
+
+@pytest.mark.parametrize(("path", "paragraph"), PROSE, ids=[" ".join(path) for path, _ in PROSE])
+def test_help_prose_is_rewrapped_not_cut_at_the_docstrings_line_breaks(path: tuple[str, ...], paragraph: str) -> None:
+    shown = invoke_cli(*path, "--help", env={"COLUMNS": "400"}).stdout
+    words = " ".join(paragraph.split())
+    assert any(words in " ".join(line.split()) for line in shown.splitlines()), shown
+
+
+def test_some_help_has_prose_after_its_first_paragraph() -> None:
+    assert len(PROSE) >= 3  # the test above checks something: cassette compact, domains check, submit prepare
+
+
 def test_list_arguments_read_as_names_in_the_usage_line() -> None:
     assert "Usage: tauproxy report [OPTIONS] RUNS..." in invoke_cli("report", "--help").stdout
     assert "Usage: tauproxy domains check [OPTIONS] [NAMES]..." in invoke_cli("domains", "check", "--help").stdout
