@@ -51,4 +51,4 @@ def apply() -> None:
     TyperOption.display_type_rich = _display_type_rich  # type: ignore[method-assign]
     rich_utils = sys.modules.get("typer.rich_utils")  # imported first (help_import.py); absent without rich
     if rich_utils is not None:
-        rich_utils._fix_linebreaks = _fix_linebreaks
+        setattr(rich_utils, "_fix_linebreaks", _fix_linebreaks)  # noqa: B010 - a private hook mypy cannot see
