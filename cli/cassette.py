@@ -110,12 +110,18 @@ def ls(
     if as_json:
         _print_json(rows)
         return
-    _out.print(f"{'#':>5}  {'task/trial':<20} {'role':<5} {'call':<5} {'model':<28} {'key':<12}  cost", markup=False)
-    for row in rows:
-        scope = f"{row['task_id']}/{row['trial']}"
+    scopes = [f"{row['task_id']}/{row['trial']}" for row in rows]
+    # Columns as wide as their longest value (τ²'s task ids and model names with options run long).
+    wide = max([len("task/trial"), *map(len, scopes)])
+    model_wide = max([len("model"), *(len(str(row["model"])) for row in rows)])
+    _out.print(
+        f"{'#':>5}  {'task/trial':<{wide}} {'role':<5} {'call':<5} {'model':<{model_wide}} {'key':<12}  cost",
+        markup=False,
+    )
+    for row, scope in zip(rows, scopes, strict=True):
         _out.print(
-            f"{row['index']:>5}  {scope:<20} {row['role']:<5} #{row['call_index']:<4} "
-            f"{row['model']!s:<28} {row['key'][:12]}  {_cost(row['cost_usd'])}",
+            f"{row['index']:>5}  {scope:<{wide}} {row['role']:<5} #{row['call_index']:<4} "
+            f"{row['model']!s:<{model_wide}} {row['key'][:12]}  {_cost(row['cost_usd'])}",
             markup=False,
         )
 

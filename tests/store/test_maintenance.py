@@ -249,6 +249,18 @@ def test_cli_ls_show_stats(tmp_path: Path) -> None:
     assert json.loads(invoke("stats", tmp_path / "c", "--json").output)["entries"] == 1
 
 
+def test_cli_ls_columns_line_up_with_long_task_ids(tmp_path: Path) -> None:
+    cassette = Cassette.open(tmp_path / "c")
+    record(cassette, "a", task_id="t1")
+    record(cassette, "b", task_id="airline_0_7_change_flight+baggage_question", role="user")
+    lines = invoke("ls", tmp_path / "c").output.splitlines()
+    assert len(lines) == 3
+    # Every row's role starts under the header's "role", however long the task id before it.
+    column = lines[0].index("role")
+    assert [line[column:].split()[0] for line in lines] == ["role", "agent", "user"]
+    assert lines[0].index("key") == lines[1].index(cassette.entries()[0].key[:12])
+
+
 def test_cli_verify_exits_1_and_prints_each_problem(tmp_path: Path) -> None:
     cassette = Cassette.open(tmp_path / "c")
     record(cassette, "a")
