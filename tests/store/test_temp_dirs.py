@@ -27,6 +27,16 @@ def temp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+def child_argv(temp_root: Path, *lines: str) -> list[str]:
+    """A Python child whose temp dir is `temp_root`, running `lines` after importing temp_dirs."""
+    setup = [
+        "import sys, tempfile",
+        "tempfile.tempdir = sys.argv[1]",
+        "from tauproxy.store.temp_dirs import owned_temp_dir, release",
+    ]
+    return [sys.executable, "-c", "\n".join([*setup, *lines]), str(temp_root)]
+
+
 def test_a_directory_whose_owner_let_go_is_swept_and_a_held_one_is_not(temp_root: Path) -> None:
     held = owned_temp_dir("tp-test-")
     fd = temp_dirs._held.pop(held)  # as if another process held it: this process no longer knows it
@@ -41,15 +51,7 @@ def test_a_directory_whose_owner_let_go_is_swept_and_a_held_one_is_not(temp_root
 
 def test_a_process_killed_with_9_leaves_a_directory_the_next_one_removes(temp_root: Path) -> None:
     child = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, tempfile; tempfile.tempdir = sys.argv[1]\n"
-            "from tauproxy.store.temp_dirs import owned_temp_dir\n"
-            "print(owned_temp_dir('tp-test-'), flush=True)\n"
-            "sys.stdin.read()",
-            str(temp_root),
-        ],
+        child_argv(temp_root, "print(owned_temp_dir('tp-test-'), flush=True)", "sys.stdin.read()"),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -90,15 +92,7 @@ def test_a_closed_snapshot_and_a_verify_leave_no_directory(temp_root: Path, tmp_
 
 def test_a_process_that_exits_removes_the_directories_it_still_holds(temp_root: Path) -> None:
     made = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, tempfile; tempfile.tempdir = sys.argv[1]\n"
-            "from tauproxy.store.temp_dirs import owned_temp_dir, release\n"
-            "release(owned_temp_dir('tp-test-'))\n"
-            "print(owned_temp_dir('tp-test-'))",
-            str(temp_root),
-        ],
+        child_argv(temp_root, "release(owned_temp_dir('tp-test-'))", "print(owned_temp_dir('tp-test-'))"),
         capture_output=True,
         text=True,
         check=True,
