@@ -39,7 +39,7 @@ class OffLoop:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0  # workers waiting for a job and not yet promised one
-        self._workers = 0  # workers started and not yet stopped
+        self._workers = 0  # workers started: `close` queues one end for each
         self._closed = False
 
     async def run(self, func: Callable[[], T]) -> T:
