@@ -149,7 +149,7 @@ def tauproxy_bin() -> list[str]:
 class Timed:
     wall_s: float
     cpu_s: float  # user + system of the child
-    maxrss_mb: float  # peak resident set of the child (at least the bench's own unless run_timed(own_peak=True))
+    maxrss_mb: float  # peak resident set of the child itself (ru_maxrss, KiB on Linux, over 1024)
     returncode: int
     stdout: str
     stderr: str
@@ -160,42 +160,40 @@ class Timed:
         return self
 
 
-# Starts a command and writes its own rusage (peak RSS in KiB, CPU seconds) to the file argv[1]. A
+# Starts a command and writes its own peak RSS (KiB), CPU and wall seconds to the file argv[1]. A
 # child's ru_maxrss counts the resident memory of the process that forked it (Linux carries the
 # parent's high-water mark through fork and exec into the child's), so a child started by a bench that
 # has grown reports at least the bench's size: floors.py, after measuring serve in-process, is 88 MB,
 # and its replays all "peaked" at exactly 88 MB. Forked from this small launcher, the command's peak
-# is its own.
-_OWN_PEAK_LAUNCHER = (
-    "import os, subprocess, sys\n"
+# is its own; its CPU and wall are taken here too, so the launcher's own start is in neither.
+_LAUNCHER = (
+    "import os, subprocess, sys, time\n"
+    "started = time.perf_counter()\n"
     "child = subprocess.Popen(sys.argv[2:])\n"
     "_, status, usage = os.wait4(child.pid, 0)\n"
+    "wall = time.perf_counter() - started\n"
     "with open(sys.argv[1], 'w') as out:\n"
-    "    out.write(f'{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}')\n"
+    "    out.write(f'{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime} {wall}')\n"
     "sys.exit(os.waitstatus_to_exitcode(status))\n"
 )
 
 
-def run_timed(
-    cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, own_peak: bool = False
-) -> Timed:
-    """Run one child to completion; wall clock around it, CPU and peak RSS from its own rusage (wait4),
-    so neither the stub nor earlier children are mixed in. The peak RSS is at least this process's own
-    (see _OWN_PEAK_LAUNCHER) unless `own_peak`: then the child is started from a small launcher that
-    reports the child's own CPU and peak (the wall clock then includes the launcher's start)."""
+def run_timed(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None) -> Timed:
+    """Run one child to completion: its own wall clock, CPU and peak RSS (from its rusage, taken by a
+    small launcher: _LAUNCHER says why), so neither the stub, earlier children nor this process are
+    mixed in."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "rusage"
-        if own_peak:
-            cmd = [sys.executable, "-S", "-c", _OWN_PEAK_LAUNCHER, str(report), *cmd]
+        launched = [sys.executable, "-S", "-c", _LAUNCHER, str(report), *cmd]
         started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env or BASE_ENV, cwd=cwd)
+        proc = subprocess.Popen(launched, stdout=out, stderr=err, env=env or BASE_ENV, cwd=cwd)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
-        maxrss_kib, cpu_s = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
-        if own_peak and report.exists():
-            kib, cpu = report.read_text().split()
-            maxrss_kib, cpu_s = int(kib), float(cpu)
+        maxrss_kib, cpu_s = float(usage.ru_maxrss), usage.ru_utime + usage.ru_stime
+        if report.exists():  # else the command could not start: the launcher's error is in stderr
+            kib, cpu, own_wall = report.read_text().split()
+            maxrss_kib, cpu_s, wall = float(kib), float(cpu), float(own_wall)
         out.seek(0)
         err.seek(0)
         return Timed(

@@ -5,7 +5,7 @@ the demo against `tauproxy --help`, serve against a direct call, memory against 
 
 Prints one RATIO line per figure, each with its goal and PASS or FAIL, and SKIP lines for what cannot
 be measured here (τ²-bench absent, serve's measurement missing). Every timed side is a child process:
-CPU (user + system) and peak RSS from its own rusage (os.wait4), wall clock around it. The ratios are
+CPU (user + system), peak RSS and wall clock its own (os.wait4 in a small launcher, _common.run_timed). The ratios are
 of CPU time, medians of --reps runs interleaved (run A, then B, then A again ...), so a load that
 changes during the script moves both sides alike. The project's own modules are compiled to bytecode
 first (a user's second run finds them so; an editable install leaves them as sources, and this machine
@@ -42,8 +42,8 @@ demo's replay).
    `serve_overhead.measure` (bench/serve_overhead.py), which prints its own RATIO lines and goals.
 5. replay_memory: peak RSS of a strict replay of airline (our pack, scripted agent and user, all 60
    tasks) at 1, 4 and 16 trials per task, from one cassette recorded at 16, each replay's own peak
-   (`run_timed(own_peak=True)`: a child's rusage otherwise counts this script's own resident memory,
-   88 MB once serve was measured in it, which every replay then "peaked" at). Goal: 16x within 10% of 1x.
+   (run_timed's launcher: a child's rusage otherwise counts this script's own resident memory, 88 MB
+   once serve was measured in it, which every replay then "peaked" at). Goal: 16x within 10% of 1x.
    Beside it, for information, record_memory: the same runs recorded, each into a fresh cassette.
 """
 
@@ -450,8 +450,7 @@ def memory(work: Path, tasks: int | None) -> None:
                 "replay",
                 "--save-to",
                 str(save_to),
-            ],
-            own_peak=True,
+            ]
         ).check(f"replay at {trials} trials")
         peaks[trials] = timed.maxrss_mb
         print(f"airline x {trials} trials: peak RSS {timed.maxrss_mb:.1f} MB, CPU {timed.cpu_s:.3f} s", flush=True)
@@ -468,7 +467,7 @@ def memory(work: Path, tasks: int | None) -> None:
         fresh = work / f"memory-record-{trials}"
         shutil.rmtree(fresh, ignore_errors=True)
         argv = [*common[:-1], str(fresh), "--num-trials", str(trials), "--record-mode", "record"]
-        timed = run_timed([*tauproxy_bin(), *argv], own_peak=True).check(f"recording at {trials} trials")
+        timed = run_timed([*tauproxy_bin(), *argv]).check(f"recording at {trials} trials")
         recorded[trials] = timed.maxrss_mb
     shown = " / ".join(f"{recorded[m]:.1f}" for m in multiples)
     print(
