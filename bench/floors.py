@@ -5,9 +5,9 @@ the demo against `tauproxy --help`, serve against a direct call, memory against 
 
 Prints one RATIO line per figure, each with its goal and PASS or FAIL, and SKIP lines for what cannot
 be measured here (τ²-bench absent, serve's measurement missing). Every timed side is a child process:
-CPU (user + system), peak RSS and wall clock its own (os.wait4 in a small launcher, _common.run_timed). The ratios are
-of CPU time, medians of --reps runs interleaved (run A, then B, then A again ...), so a load that
-changes during the script moves both sides alike. The project's own modules are compiled to bytecode
+CPU (user + system), peak RSS and wall clock its own (os.wait4 in a small launcher, _common.run_timed).
+The ratios are of CPU time, medians of --reps runs interleaved (run A, then B, then A again ...), so a
+load that changes during the script moves both sides alike. The project's own modules are compiled to bytecode
 first (a user's second run finds them so; an editable install leaves them as sources, and this machine
 sets PYTHONDONTWRITEBYTECODE, under which every child would compile them again: about 0.2 s of the
 demo's replay).
@@ -410,19 +410,10 @@ def serve(calls: int) -> None:
 
 def memory(work: Path, tasks: int | None) -> None:
     cassette = work / "memory-cassette"
-    common = [
-        "run",
-        "--domain",
-        "airline",
-        "--agent-llm",
-        "scripted/oracle",
-        "--user-llm",
-        "scripted/user",
-        "--cassette",
-        str(cassette),
-    ]
+    flags = ["run", "--domain", "airline", "--agent-llm", "scripted/oracle", "--user-llm", "scripted/user"]
     if tasks is not None:
-        common += ["--num-tasks", str(tasks)]
+        flags += ["--num-tasks", str(tasks)]
+    common = [*flags, "--cassette", str(cassette)]
     multiples = (1, 4, 16)
     run_timed(
         [
@@ -466,7 +457,7 @@ def memory(work: Path, tasks: int | None) -> None:
     for trials in multiples:
         fresh = work / f"memory-record-{trials}"
         shutil.rmtree(fresh, ignore_errors=True)
-        argv = [*common[:-1], str(fresh), "--num-trials", str(trials), "--record-mode", "record"]
+        argv = [*flags, "--cassette", str(fresh), "--num-trials", str(trials), "--record-mode", "record"]
         timed = run_timed([*tauproxy_bin(), *argv]).check(f"recording at {trials} trials")
         recorded[trials] = timed.maxrss_mb
     shown = " / ".join(f"{recorded[m]:.1f}" for m in multiples)
