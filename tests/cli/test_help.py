@@ -89,3 +89,25 @@ def test_a_full_report_cuts_no_cell_in_a_narrow_terminal_or_a_pipe(tmp_path: Pat
     piped = invoke_cli("report", str(run), "--full").stdout
     # 80 columns used to cut the cost and model tables' cells ("$4.90…"); now a cell wraps instead.
     assert "…" not in narrow and "…" not in piped
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("run", "--num-tasks", "-1"), "Invalid value for '--num-tasks'"),
+        (("run", "--no-such-flag"), "No such option: --no-such-flag"),
+        (("cassete",), "No such command 'cassete'"),
+        (("report",), "Missing argument 'runs'"),
+        (("diff", "--side-by-side", "x"), "No such option: --side-by-side"),
+    ],
+    ids=["out-of-range", "unknown-flag", "unknown-command", "missing-argument", "nested-unknown-flag"],
+)
+def test_a_usage_error_is_one_line_naming_the_help(argv: tuple[str, ...], message: str) -> None:
+    refused = invoke_cli(*argv, check=False)
+    assert refused.returncode == 2, refused
+    lines = refused.stderr.splitlines()
+    assert len(lines) == 1, refused.stderr
+    assert lines[0].startswith(f"error: {message}"), lines[0]
+    command = " ".join(["tauproxy", *argv[:1]]) if argv[0] != "cassete" else "tauproxy"
+    assert lines[0].endswith(f"(see {command} --help)"), lines[0]
+    assert refused.stdout == ""
