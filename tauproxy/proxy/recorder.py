@@ -24,10 +24,14 @@ Where an answer comes from (`Completion.source`):
             retried trial's calls). Never a second live call, never an older recording
     replay  read from the cassette: recorded before this run, or by it in auto and replay mode
 
-In `record` mode nothing is ever read from the cassette: every answer is this run's own, live or
-shared. The shared answers are kept in memory rather than looked up, because the cassette may hold
-an older answer to the same sample (the last line wins, and another process may append), and a Ray
-worker's copy of the cassette holds none of this run's recordings.
+In `record` mode nothing recorded before this run is ever read: every answer is this run's own, live
+or shared. A shared answer is read back from the cassette, where its live call appended it: only for
+a sample this layer recorded (`recorded_keys`), so what it finds is that line (the last line of a
+sample wins), never an older recording. Nothing of the answer stays in memory: a serve that records
+for days keeps a sample key per live call, not its bodies (twice the answer's size each, 3-7 KB a
+call for real answers, before this). A Ray worker's recordings go to the driver, not into its copy of
+the cassette, so there (`recorder` given) the answers a trial shares are kept in memory, for the
+trial's length.
 
 `rewrite` is `record` whose session ends with `keep_only_this_session`: the cassette is then pruned
 (atomically, store/rewrite.py) to the samples this layer recorded, so a call no longer made is gone.
@@ -41,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tauproxy.data_model.call import Cost, ModelCall
+from tauproxy.data_model.call import CallSource, Cost, ModelCall
 from tauproxy.data_model.completion import CallRecording, Completion
 from tauproxy.errors import CassetteError, CassetteWriteError, ReplayMiss, ReplayMissError
 from tauproxy.proxy.modes import RecordMode
@@ -49,6 +53,7 @@ from tauproxy.proxy.priced import PricedTransport, PriceStep, cost_of
 from tauproxy.proxy.pricing import Pricing
 from tauproxy.proxy.transport import Transport
 from tauproxy.store.cassette import Cassette
+from tauproxy.store.entry import CassetteEntry
 from tauproxy.store.maintenance import prune
 from tauproxy.store.miss import replay_miss
 from tauproxy.store.wire_form import replay_form
@@ -99,6 +104,8 @@ class CassetteTransport:
         # two different answers to one sample.
         self._lock = threading.Lock()
         self._in_flight: dict[str, threading.Event] = {}
+        # This run's live answers, kept only when they are not appended to `cassette` (a collector).
+        self._appends = recorder is None
         self._sent: dict[str, _Sent] = {}
         self.recorded_keys: set[str] = set()  # sample keys this layer recorded (what `rewrite` keeps)
 
@@ -118,11 +125,15 @@ class CassetteTransport:
             # A live call of this run records before it keeps its answer to share, and stays in flight
             # until it has kept it: an entry found in that window is this run's own, so it is shared
             # (or waited for, in complete_miss), never counted as a recording made before this run.
-            if call.sample_key in self._in_flight or call.sample_key in self._sent:
+            if call.sample_key in self._in_flight or call.sample_key in self.recorded_keys:
                 return self._shared(call)
+        return self._answer_of(call, entry, "replay")
+
+    def _answer_of(self, call: ModelCall, entry: CassetteEntry, source: CallSource) -> Completion:
+        """A recorded call's answer, as a replay gives it (priced)."""
         answer = Completion(
             body=self.cassette.response_of(entry),
-            source="replay",
+            source=source,
             latency_s=entry.latency_s,
             raw_body=self.cassette.raw_body_of(entry),
             content_type=entry.response.content_type,
@@ -174,9 +185,10 @@ class CassetteTransport:
         body = replay_form(recording)
         with self._lock:
             self.recorded_keys.add(call.sample_key)
-        self._sent[call.sample_key] = _Sent(
-            json.dumps(body), recording.latency_s, cost, recording.raw_body, recording.content_type
-        )
+            if not self._appends:
+                self._sent[call.sample_key] = _Sent(
+                    json.dumps(body), recording.latency_s, cost, recording.raw_body, recording.content_type
+                )
         return Completion(
             body=body,
             source="live",
@@ -190,7 +202,16 @@ class CassetteTransport:
         """This run's live answer to `call`'s sample, for a call that repeats it, or None."""
         sent = self._sent.get(call.sample_key)
         if sent is None:
-            return None
+            if call.sample_key not in self.recorded_keys:
+                return None
+            entry = self.cassette.lookup(call.sample_key)
+            if entry is None:
+                raise CassetteWriteError(
+                    f"cassette {self.cassette.directory} no longer holds the call this run recorded for sample "
+                    f"{call.sample_key[:12]} (pruned or rewritten by another command while this one recorded); "
+                    "stopping rather than paying for it again: rerun the same command to resume"
+                )
+            return self._answer_of(call, entry, "shared")
         answer = Completion(
             body=json.loads(sent.body_json),
             source="shared",

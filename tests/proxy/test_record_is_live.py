@@ -8,6 +8,8 @@ answer to the very same sample.
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +17,16 @@ import pytest
 
 from tauproxy.data_model.call import ModelCall
 from tauproxy.data_model.key import identify_unscoped
+from tauproxy.errors import CassetteWriteError
 from tauproxy.proxy.client import ModelClient
 from tauproxy.proxy.collector import CollectingTransport
 from tauproxy.proxy.mock import MockTransport, text_body
 from tauproxy.proxy.modes import RecordMode
 from tauproxy.proxy.pricing import ModelPrice, Pricing
 from tauproxy.proxy.recorder import CassetteTransport
+from tauproxy.store import index_pending, reader
 from tauproxy.store.cassette import Cassette
+from tauproxy.store.maintenance import prune
 
 PRICED = Pricing({"gpt-test": ModelPrice(input_cost_per_token=1e-6, output_cost_per_token=2e-6)}, "test prices")
 WIRE: dict[str, Any] = {
@@ -121,3 +126,54 @@ def test_serve_in_record_mode_shares_its_own_answer_and_counts_it_apart(tmp_path
     stats = service.stats.snapshot()
     assert (stats["live"], stats["shared"], stats["hits"], stats["requests"]) == (1, 1, 0, 2)
     assert stats["shared_saved_cost_usd"] == pytest.approx(stats["live_cost_usd"])
+
+
+def retained_per_call(tmp_path: Path, answer_chars: int, calls: int = 200) -> float:
+    """Python memory a recording layer still holds per live call after `calls` of them, beyond the
+    cassette's bounded buffers (the reader's caches, the lines the index has yet to take: made small
+    here, and filled before measuring)."""
+    padding = "x" * answer_chars
+    live = MockTransport(lambda call: text_body(f"{call.wire['messages'][-1]['content']} {padding}", model="gpt-test"))
+    transport = CassetteTransport(Cassette.open(tmp_path / f"c{answer_chars}"), RecordMode.AUTO, live, PRICED)
+
+    def ask(n: int) -> None:
+        wire = {**WIRE, "messages": [*WIRE["messages"][:1], {"role": "user", "content": f"question {n}"}]}
+        identity, index = identify_unscoped(wire)
+        transport.complete(ModelCall(wire, identity, "agent", index))
+        live.calls.clear()  # the mock's own record of calls is not the layer's
+
+    for n in range(40):  # caches that fill once (the reader's, prices, the index's first pages) fill here
+        ask(n)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(20, 20 + calls):
+            ask(n)
+        gc.collect()
+        return (tracemalloc.get_traced_memory()[0] - before) / calls
+    finally:
+        tracemalloc.stop()
+        transport.close()
+
+
+def test_a_long_recording_keeps_no_answer_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The answers it may share again are read back from the cassette: what a long-lived serve keeps
+    # per call does not grow with the answers' size (it held each twice, 16 KB a call here).
+    monkeypatch.setattr(reader, "ENTRY_CACHE", 16)
+    monkeypatch.setattr(reader, "TEXT_CACHE_CHARS", 64_000)
+    monkeypatch.setattr(index_pending, "MAX_CALLS", 8)
+    small, large = retained_per_call(tmp_path, 100), retained_per_call(tmp_path, 8000)
+    assert large - small < 1000, (small, large)
+
+
+def test_a_recording_lost_from_under_a_run_stops_it_instead_of_paying_again(tmp_path: Path) -> None:
+    live = saying("paid once")
+    cassette = Cassette.open(tmp_path / "c")
+    transport = CassetteTransport(cassette, RecordMode.RECORD, live, PRICED)
+    assert transport.complete(unscoped_call()).source == "live"
+    prune(Cassette.open(tmp_path / "c"), set())  # another command prunes the cassette meanwhile
+    cassette.reload()  # and this process looks at the file again (as its next append does)
+    with pytest.raises(CassetteWriteError, match="no longer holds the call this run recorded"):
+        transport.complete(unscoped_call())
+    assert len(live.calls) == 1
