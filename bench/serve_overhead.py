@@ -374,10 +374,12 @@ def _check(answer: tuple[int, bytes]) -> None:
 # -- the fast upstream: a Responses API answer in microseconds --------------------------------------
 
 
-def fast_upstream(port_out: Callable[[int], None]) -> None:
+def fast_upstream(port_out: Callable[[int], None], answer_chars: int = 0) -> None:
     """An asyncio HTTP/1.1 server answering every POST with a small Responses API answer (its id
-    counts up, so every answer differs), as fast as Python can: the miss path's upstream."""
+    counts up, so every answer differs), as fast as Python can: the miss path's upstream. With
+    `answer_chars`, each answer's text is that long (a real model's answer, for serve_memory.py)."""
     counter = itertools.count()
+    padding = " ".join(f"word{i % 97}" for i in range(answer_chars // 6 + 1))[:answer_chars]
 
     class Upstream(asyncio.Protocol):
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -410,7 +412,9 @@ def fast_upstream(port_out: Callable[[int], None]) -> None:
                                 "id": f"msg_{number:08d}",
                                 "status": "completed",
                                 "role": "assistant",
-                                "content": [{"type": "output_text", "text": f"answer {number}", "annotations": []}],
+                                "content": [
+                                    {"type": "output_text", "text": f"answer {number}{padding}", "annotations": []}
+                                ],
                             }
                         ],
                         "usage": {"input_tokens": 5000, "output_tokens": 3, "total_tokens": 5003},
@@ -463,11 +467,11 @@ def start_serve(*args: str) -> Proc:
     return Proc([sys.executable, "-m", "tauproxy_cli.serve", "--port", "0", *args], ready)
 
 
-def start_fast_upstream() -> Proc:
+def start_fast_upstream(answer_chars: int = 0) -> Proc:
     def ready(line: str) -> str | None:
         return f"http://127.0.0.1:{int(line)}/v1" if line.strip().isdigit() else None
 
-    return Proc([sys.executable, __file__, "--fast-upstream"], ready)
+    return Proc([sys.executable, __file__, "--fast-upstream", "--answer-chars", str(answer_chars)], ready)
 
 
 def encoded(bodies: list[dict[str, Any]]) -> list[bytes]:
@@ -575,9 +579,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--calls", type=int, default=400, help="timed calls per arm at c=1 (c=32: at least 8 each)")
     parser.add_argument("--fast-upstream", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--answer-chars", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.fast_upstream:
-        fast_upstream(lambda port: print(port, flush=True))
+        fast_upstream(lambda port: print(port, flush=True), args.answer_chars)
         return 0
     measure(args.calls)
     return 0
