@@ -9,6 +9,7 @@ answer to the very same sample.
 from __future__ import annotations
 
 import gc
+import json
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from tauproxy.data_model.call import ModelCall
+from tauproxy.data_model.completion import Completion
 from tauproxy.data_model.key import identify_unscoped
 from tauproxy.errors import CassetteWriteError
 from tauproxy.proxy.client import ModelClient
@@ -177,3 +179,30 @@ def test_a_recording_lost_from_under_a_run_stops_it_instead_of_paying_again(tmp_
     with pytest.raises(CassetteWriteError, match="no longer holds the call this run recorded"):
         transport.complete(unscoped_call())
     assert len(live.calls) == 1
+
+
+class SendingBytes:
+    """A live transport whose answers keep the upstream's own bytes (as the Responses and Messages
+    routes' do): spacing and key order no canonical form would give back."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def complete(self, call: ModelCall) -> Completion:
+        self.calls += 1
+        body = text_body("kept as sent", model="gpt-test")
+        raw = json.dumps(body, indent=3, sort_keys=False) + "\n"
+        return Completion(body=body, source="live", latency_s=0.125, raw_body=raw, content_type="application/json; x=1")
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_shared_answer_is_the_live_one_byte_for_byte(tmp_path: Path) -> None:
+    live = SendingBytes()
+    transport = CassetteTransport(Cassette.open(tmp_path / "c"), RecordMode.RECORD, live, PRICED)
+    first, second = (transport.complete(unscoped_call()) for _ in range(2))
+    assert (first.source, second.source, live.calls) == ("live", "shared", 1)
+    assert second.raw_body == first.raw_body and second.raw_body is not None and second.raw_body.endswith("\n")
+    assert (second.body, second.content_type, second.latency_s) == (first.body, first.content_type, first.latency_s)
+    assert second.cost == first.cost
