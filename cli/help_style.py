@@ -16,6 +16,7 @@ A usage error (an unknown flag, a value out of range, a missing argument) is one
 every other bad input is (`error: ...`, exit 2), naming the help to read:
 
     error: Invalid value for '--num-tasks': Input should be greater than or equal to 1 (see tauproxy run --help)
+    error: Missing argument 'b' (usage: tauproxy diff [OPTIONS] A B; see tauproxy diff --help)
 
 typer draws it as a usage line, a hint and a boxed panel: five lines, the message itself cut at the
 box's edge in a narrow terminal and hard to grep in a CI log.
@@ -64,7 +65,12 @@ def _usage_error(error: Any) -> None:
     message = error.format_message().rstrip(".")
     ctx = getattr(error, "ctx", None)
     if ctx is not None and ctx.command.get_help_option(ctx) is not None:
-        message += f" (see {ctx.command_path} {ctx.help_option_names[0]})"
+        hint = f"see {ctx.command_path} {ctx.help_option_names[0]}"
+        # An argument missing or extra is named as click names it ('a'); the usage line says which is which.
+        param = getattr(error, "param", None)
+        if getattr(param, "param_type_name", None) == "argument" or "extra argument" in message:
+            hint = f"usage: {ctx.get_usage().removeprefix('Usage: ')}; {hint}"
+        message += f" ({hint})"
     err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
 
 

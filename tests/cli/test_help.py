@@ -99,8 +99,16 @@ def test_a_full_report_cuts_no_cell_in_a_narrow_terminal_or_a_pipe(tmp_path: Pat
         (("cassete",), "No such command 'cassete'"),
         (("report",), "Missing argument 'runs'"),
         (("diff", "--side-by-side", "x"), "No such option: --side-by-side"),
+        (("diff", "a", "b", "c"), "Got unexpected extra argument(s) (c)"),
     ],
-    ids=["out-of-range", "unknown-flag", "unknown-command", "missing-argument", "nested-unknown-flag"],
+    ids=[
+        "out-of-range",
+        "unknown-flag",
+        "unknown-command",
+        "missing-argument",
+        "nested-unknown-flag",
+        "extra-argument",
+    ],
 )
 def test_a_usage_error_is_one_line_naming_the_help(argv: tuple[str, ...], message: str) -> None:
     refused = invoke_cli(*argv, check=False)
@@ -109,5 +117,9 @@ def test_a_usage_error_is_one_line_naming_the_help(argv: tuple[str, ...], messag
     assert len(lines) == 1, refused.stderr
     assert lines[0].startswith(f"error: {message}"), lines[0]
     command = " ".join(["tauproxy", *argv[:1]]) if argv[0] != "cassete" else "tauproxy"
-    assert lines[0].endswith(f"(see {command} --help)"), lines[0]
+    assert lines[0].endswith(f"see {command} --help)"), lines[0]
+    # An argument missing or extra is named as click names it ("runs"); the usage line beside it says which.
+    usage = {("report",): "tauproxy report [OPTIONS] RUNS...", ("diff", "a", "b", "c"): "tauproxy diff [OPTIONS] A B"}
+    assert ("(usage: " in lines[0]) == (argv in usage), lines[0]
+    assert argv not in usage or f"(usage: {usage[argv]}; see" in lines[0], lines[0]
     assert refused.stdout == ""
