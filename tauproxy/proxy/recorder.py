@@ -28,10 +28,10 @@ In `record` mode nothing recorded before this run is ever read: every answer is 
 or shared. A shared answer is read back from the cassette, where its live call appended it: only for
 a sample this layer recorded (`recorded_keys`), so what it finds is that line (the last line of a
 sample wins), never an older recording. Nothing of the answer stays in memory: a serve that records
-for days keeps a sample key per live call, not its bodies (twice the answer's size each, 3-7 KB a
-call for real answers, before this). A Ray worker's recordings go to the driver, not into its copy of
-the cassette, so there (`recorder` given) the answers a trial shares are kept in memory, for the
-trial's length.
+for days keeps a sample key per live call, not its bodies (kept, they cost twice the answer's size a
+call: 3-7 KB of real answers). A Ray worker's recordings go to the driver, not into its copy of the
+cassette, so there (`recorder` given) the answers a trial shares are kept in memory, for the trial's
+length.
 
 `rewrite` is `record` whose session ends with `keep_only_this_session`: the cassette is then pruned
 (atomically, store/rewrite.py) to the samples this layer recorded, so a call no longer made is gone.
@@ -125,9 +125,8 @@ class CassetteTransport:
             # A live call of this run records before it keeps its answer to share, and stays in flight
             # until it has kept it: an entry found in that window is this run's own, so it is shared
             # (or waited for, in complete_miss), never counted as a recording made before this run.
-            if call.sample_key in self._in_flight or call.sample_key in self.recorded_keys:
-                return self._shared(call)
-        return self._answer_of(call, entry, "replay")
+            ours = call.sample_key in self._in_flight or call.sample_key in self.recorded_keys
+        return self._shared(call) if ours else self._answer_of(call, entry, "replay")
 
     def _answer_of(self, call: ModelCall, entry: CassetteEntry, source: CallSource) -> Completion:
         """A recorded call's answer, as a replay gives it (priced)."""
@@ -151,15 +150,18 @@ class CassetteTransport:
         while True:
             with self._lock:
                 # A leader may have answered this sample since `replay` missed it (serve looks a
-                # call up on its loop, then waits for a thread). A leader keeps its answer before
+                # call up on its loop, then waits for a thread). A leader records its answer before
                 # it leaves, so a new miss costs no second lookup.
-                shared = self._shared(call)
-                if shared is not None:
-                    return shared
-                leader = self._in_flight.get(call.sample_key)
-                if leader is None:
+                answered = call.sample_key in self.recorded_keys
+                leader = None if answered else self._in_flight.get(call.sample_key)
+                if not answered and leader is None:
                     done = self._in_flight[call.sample_key] = threading.Event()
                     break
+            if answered:
+                shared = self._shared(call)  # outside the lock: it may read the cassette
+                assert shared is not None  # a sample this layer recorded is always shared
+                return shared
+            assert leader is not None
             leader.wait()  # then share what it answered, or, if it failed, try ourselves
         try:
             return self._go_live(call)
