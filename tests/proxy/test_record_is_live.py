@@ -144,13 +144,14 @@ def retained_per_call(tmp_path: Path, answer_chars: int, calls: int = 200) -> fl
         transport.complete(ModelCall(wire, identity, "agent", index))
         live.calls.clear()  # the mock's own record of calls is not the layer's
 
-    for n in range(40):  # caches that fill once (the reader's, prices, the index's first pages) fill here
+    warm_up = 40  # what fills once (the reader's caches, prices, the index's first pages) fills here
+    for n in range(warm_up):
         ask(n)
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        for n in range(20, 20 + calls):
+        for n in range(warm_up, warm_up + calls):  # every one a new request: a live call
             ask(n)
         gc.collect()
         return (tracemalloc.get_traced_memory()[0] - before) / calls
@@ -161,7 +162,7 @@ def retained_per_call(tmp_path: Path, answer_chars: int, calls: int = 200) -> fl
 
 def test_a_long_recording_keeps_no_answer_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The answers it may share again are read back from the cassette: what a long-lived serve keeps
-    # per call does not grow with the answers' size (it held each twice, 16 KB a call here).
+    # per call does not grow with the answers' size (it held each one's JSON, 8 KB a call here).
     monkeypatch.setattr(reader, "ENTRY_CACHE", 16)
     monkeypatch.setattr(reader, "TEXT_CACHE_CHARS", 64_000)
     monkeypatch.setattr(index_pending, "MAX_CALLS", 8)
