@@ -8,7 +8,7 @@ A serve in record mode, in front of serve_overhead.py's fast upstream (the Respo
 (VmRSS, from /proc) is read after the warm-up and at the end; it prints the growth per live call and
 one RATIO line, the RSS at the end over the RSS after the warm-up (information: there is no goal for
 it in issue #32, whose memory goal is a replay's; floors.py prints that one). The warm-up fills what is
-bounded (the answers kept for GET /v1/responses/{id}, 8 MB; the canonical texts remembered for keys,
+bounded (the answers kept for GET /v1/responses/{id}, 4,096 of them here; the canonical texts remembered for keys,
 6 MB; the cassette reader's caches, 4 MB of text; the lines the index has yet to take), so what the
 second part adds is what grows with the calls.
 

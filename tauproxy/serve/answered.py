@@ -12,10 +12,11 @@ from tauproxy.data_model.completion import Completion
 class AnsweredBodies:
     """The latest answers served in their API's own shape, by (API, response id): what a client that
     fetches a response it was just given (GET /v1/responses/{id}) asks for. Thread-safe, and bounded
-    by count and by size: a count alone held 4,096 whole answers, 80 MB of a reasoning model's."""
+    by count and by size: a count alone held 4,096 whole answers however long, 400 MB of 100 KB ones.
+    Older answers are searched for in the cassette, a scan of all of it, so the size bound is loose."""
 
     LIMIT = 4_096
-    LIMIT_CHARS = 8 << 20
+    LIMIT_CHARS = 32 << 20
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
