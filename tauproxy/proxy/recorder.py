@@ -104,9 +104,9 @@ class CassetteTransport:
         # two different answers to one sample.
         self._lock = threading.Lock()
         self._in_flight: dict[str, threading.Event] = {}
-        # This run's live answers, kept only when they are not appended to `cassette` (a collector).
-        self._appends = recorder is None
-        self._sent: dict[str, _Sent] = {}
+        # This run's live answers, kept only when they are not appended to `cassette` (a collector);
+        # None: they are read back from the cassette.
+        self._sent: dict[str, _Sent] | None = None if recorder is None else {}
         self.recorded_keys: set[str] = set()  # sample keys this layer recorded (what `rewrite` keeps)
 
     def _append(self, recording: CallRecording) -> None:
@@ -187,7 +187,7 @@ class CassetteTransport:
         body = replay_form(recording)
         with self._lock:
             self.recorded_keys.add(call.sample_key)
-            if not self._appends:
+            if self._sent is not None:
                 self._sent[call.sample_key] = _Sent(
                     json.dumps(body), recording.latency_s, cost, recording.raw_body, recording.content_type
                 )
@@ -201,19 +201,14 @@ class CassetteTransport:
         )
 
     def _shared(self, call: ModelCall) -> Completion | None:
-        """This run's live answer to `call`'s sample, for a call that repeats it, or None."""
+        """This run's live answer to `call`'s sample, for a call that repeats it, or None. One source
+        decides (the cassette's record of keys, or the kept answers), so a leader adding its answer
+        meanwhile is seen whole or not at all."""
+        if self._sent is None:
+            return self._read_back(call) if call.sample_key in self.recorded_keys else None
         sent = self._sent.get(call.sample_key)
         if sent is None:
-            if call.sample_key not in self.recorded_keys:
-                return None
-            entry = self.cassette.lookup(call.sample_key)
-            if entry is None:
-                raise CassetteWriteError(
-                    f"cassette {self.cassette.directory} no longer holds the call this run recorded for sample "
-                    f"{call.sample_key[:12]} (pruned or rewritten by another command while this one recorded); "
-                    "stopping rather than paying for it again: rerun the same command to resume"
-                )
-            return self._answer_of(call, entry, "shared")
+            return None
         answer = Completion(
             body=json.loads(sent.body_json),
             source="shared",
@@ -222,6 +217,17 @@ class CassetteTransport:
             content_type=sent.content_type,
         )
         return self._price.apply(call, answer, sent.cost)
+
+    def _read_back(self, call: ModelCall) -> Completion:
+        """The answer this layer recorded for `call`'s sample, read from the cassette."""
+        entry = self.cassette.lookup(call.sample_key)
+        if entry is None:
+            raise CassetteWriteError(
+                f"cassette {self.cassette.directory} no longer holds the call this run recorded for sample "
+                f"{call.sample_key[:12]} (pruned or rewritten by another command while this one recorded); "
+                "stopping rather than paying for it again: rerun the same command to resume"
+            )
+        return self._answer_of(call, entry, "shared")
 
     def miss(self, call: ModelCall) -> ReplayMiss:
         """Why `call` is not in the cassette: the nearest recorded call and how it differs."""
