@@ -37,14 +37,31 @@ gc.set_threshold(*TEST_GC_THRESHOLDS)
 
 
 @contextlib.contextmanager
-def python_gc_thresholds() -> Iterator[None]:
-    """Python's own collector thresholds for the duration: what a process running a command has."""
-    before = gc.get_threshold()
+def as_a_command_process() -> Iterator[None]:
+    """A command run in this process gets the collector its own process would have (Python's
+    thresholds), and this process gets its collector back after: the CLI freezes what a run loaded
+    (cli/run_view.py), for its own short process only, so what it froze here is unfrozen."""
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
     gc.set_threshold(*PYTHON_GC_THRESHOLDS)
     try:
         yield
     finally:
         gc.set_threshold(*before)
+        if gc.get_freeze_count() > frozen:
+            gc.unfreeze()
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_frozen() -> Iterator[None]:
+    """A test that leaves objects frozen changes every later test on its worker (none of them is
+    collected again; tests/runner/test_paused_collector.py sees a freeze that is not its own): run
+    commands in-process with `as_a_command_process`, which gives the collector back."""
+    frozen = gc.get_freeze_count()
+    yield
+    left = gc.get_freeze_count() - frozen
+    if left > 0:
+        gc.unfreeze()
+        pytest.fail(f"the test left {left} objects frozen (run commands in-process with as_a_command_process)")
 
 
 # The cache of derived artefacts (tauproxy/derived_cache.py) goes to one temporary directory per test
@@ -115,13 +132,12 @@ def invoke_cli(
     _forget_external_domains()
     full_env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})}
     runner = CliRunner()
-    frozen = gc.get_freeze_count()
     try:
         with (
             contextlib.chdir(cwd or Path.cwd()),
             runner.isolation(env=full_env) as (out, err, _),
             _console_width(full_env.get("COLUMNS", os.environ.get("COLUMNS"))),
-            python_gc_thresholds(),
+            as_a_command_process(),
         ):
             # As in a started process: stderr escapes what it cannot encode (a non-UTF-8 argument
             # arrives as a lone surrogate), where the runner's stream would raise.
@@ -131,8 +147,6 @@ def invoke_cli(
             sys.stderr.flush()
             stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
     finally:
-        if gc.get_freeze_count() > frozen:
-            gc.unfreeze()  # the CLI freezes what a run loaded, for its own short process only
         _forget_external_domains()
     proc = subprocess.CompletedProcess(["tauproxy", *args], code, stdout, stderr + crash)
     if not tau2_settings_loaded and TAU2_LITELLM_SETTER in sys.modules:

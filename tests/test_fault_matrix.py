@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import python_gc_thresholds
+from conftest import as_a_command_process
 from fault_upstream import FAULTS, FaultUpstream
 
 from tauproxy_cli import exit_codes
@@ -44,7 +44,7 @@ def tauproxy_io(*args: str) -> tuple[int, str, str]:
     sys.argv = ["tauproxy", *args]
     code = 0
     try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out), python_gc_thresholds():
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out), as_a_command_process():
             main()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
