@@ -157,9 +157,11 @@ os._exit(0)
 KEY_HASHING = ["tauproxy.data_model.key:identify"]
 
 # Where a τ² replay spends CPU over its floor, measured inside the instrumented replays as the floor's
-# own parts are (information): a replayed call's way back from the cassette, the conversation (whose
-# calls' hashing and answers are subtracted from it when printed: they run inside it), reading a
-# finished trial into our record, and keeping it. None of them nests in the evaluator.
+# own parts are (information): a replayed call's way back from the cassette, τ²'s own objects and
+# environment calls, the conversation (whose calls' hashing and answers and τ²'s own work are subtracted
+# from it when printed: they run inside it), reading a finished trial into our record, and keeping it.
+# None of them nests in the evaluator, but τ²'s own functions run there too: only their calls outside
+# it are counted (OUTSIDE_EVALUATOR).
 ANSWER = "answer path (lookup, answer, pricing, the call's record)"
 CONVERSATION = "conversation"
 RESULT = "trial result (τ²'s simulation read into ours)"
